@@ -1,0 +1,46 @@
+# sparktrail — one command per job. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+EVENTLOG ?= ../shared/eventlogs/local-1532512550423
+RUN_DIR ?= .run
+
+.DEFAULT_GOAL := help
+.PHONY: help setup java-check run test test-fast lint bench clean
+
+help: ## list the commands
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) java-check ## create .venv and install sparktrail with its dev tools
+
+java-check: ## check that Java 17+ is present (Spark needs it)
+	@bash scripts/check-java.sh
+
+run: setup ## import the bundled Spark event log and print its CP by activity and worker
+	$(PY) -m sparktrail import $(EVENTLOG) -o $(RUN_DIR)/trace
+	$(PY) -m sparktrail cp $(RUN_DIR)/trace
+
+test: setup ## run every test (unit, property, doctest, Spark integration)
+	$(PY) -m pytest -q
+
+test-fast: setup ## run the tests that start neither Spark nor a browser
+	$(PY) -m pytest -q -m "not integration"
+
+lint: setup ## ruff lint and format check, mypy on the packages
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	bash scripts/typecheck.sh
+
+bench: setup ## run the benchmarks and print the tables for BENCHMARKS.md
+	$(PY) bench/run.py
+
+clean: ## remove the venv, build and run outputs
+	rm -rf $(VENV) .build $(RUN_DIR) .pytest_cache .mypy_cache .hypothesis

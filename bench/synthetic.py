@@ -1,0 +1,75 @@
+"""Synthetic traces for benchmarks: worker chains joined by barrier messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+ACTIVITY_CYCLE = ("processing", "gc", "processing", "shuffle_write", "scheduling")
+
+
+def barrier_trace(n_rows: int, workers: int = 16, seed: int = 0) -> pl.DataFrame:
+    """A trace of about ``n_rows`` edges (3 per worker and round).
+
+    Per round, every worker runs one local activity of random length, then
+    sends a control message to the next worker.
+
+    Each round ends at a common barrier time, so every edge is on some
+    start-to-end path and path counts grow with the number of rounds.
+    """
+    rng = np.random.default_rng(seed)
+    rounds = max(1, n_rows // (3 * workers))
+    durations = rng.integers(1_000, 100_000, size=(rounds, workers))
+    barrier = np.cumsum(durations.max(axis=1) + 1_000)
+    round_start = np.concatenate([[0], barrier[:-1]])
+    w = np.arange(workers)
+    local_start = np.repeat(round_start, workers)
+    local_end = local_start + durations.ravel()
+    names = np.array([f"exec-{i // 4}/{i % 4}" for i in range(workers)])
+    src = np.tile(names, rounds)
+    dst_idx = (np.tile(w, rounds) + 1) % workers
+    activity = np.array(ACTIVITY_CYCLE)[
+        rng.integers(0, len(ACTIVITY_CYCLE), rounds * workers)
+    ]
+    r = np.repeat(np.arange(rounds), workers)
+    local = pl.DataFrame(
+        {
+            "src_worker": src,
+            "dst_worker": src,
+            "start_ns": local_start,
+            "end_ns": local_end,
+            "activity": activity,
+            "src_seq": 0,
+            "dst_seq": 0,
+        }
+    )
+    # The message leaves when the local activity ends and arrives at the
+    # barrier; the receiver's next round starts at the barrier.
+    messages = pl.DataFrame(
+        {
+            "src_worker": src,
+            "dst_worker": names[dst_idx],
+            "start_ns": local_end,
+            "end_ns": np.repeat(barrier, workers),
+            "activity": np.where(r % 3 == 0, "data", "control"),
+            "src_seq": 0,
+            "dst_seq": 0,
+        }
+    )
+    # A waiting row covers each worker's idle time until the barrier.
+    waiting = local.with_columns(
+        pl.col("end_ns").alias("start_ns"),
+        pl.Series("end_ns", np.repeat(barrier, workers)),
+        pl.lit("waiting").alias("activity"),
+    )
+    frame = pl.concat([local, messages, waiting]).with_columns(
+        pl.lit(None, dtype=pl.String).alias("operator"),
+        pl.lit(1, dtype=pl.Int64).alias("stage_id"),
+        pl.lit(None, dtype=pl.Int64).alias("task_id"),
+    )
+    return frame
+
+
+def span_ns(trace: pl.DataFrame) -> int:
+    """The window that covers a barrier trace exactly: [0, last barrier]."""
+    return int(trace["end_ns"].max())  # type: ignore[arg-type]

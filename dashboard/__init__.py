@@ -1,0 +1,1 @@
+"""Views of critical participation: the live Dash app and batch reports."""

@@ -1,0 +1,20 @@
+"""Program Activity Graphs: trace I/O, windowed snapshots and critical participation.
+
+This stage never imports Spark or the tracer; it reads the Arrow trace files
+that the tracer (or any producer) writes.
+"""
+
+from .cp import CycleError, critical_participation, snapshot_stats, to_networkx
+from .snapshot import SnapshotWarning
+from .trace import TraceError, read_trace, write_trace
+
+__all__ = [
+    "CycleError",
+    "SnapshotWarning",
+    "TraceError",
+    "critical_participation",
+    "read_trace",
+    "snapshot_stats",
+    "to_networkx",
+    "write_trace",
+]

@@ -1,0 +1,332 @@
+"""Windowed snapshots of a trace: the edges and vertices of each window's PAG.
+
+Tumbling windows ``[ts, te)`` of ``window_ns`` start at ``origin_ns``. Every
+window of a trace is built at once, as one disjoint union of per-window DAGs,
+so thousands of small windows cost no Python loop.
+
+Assumptions (DESIGN §4)
+-----------------------
+* A vertex is an event ``(worker, time, seq)`` within one window; rows that
+  name the same event share its vertex.
+* A local activity of positive length is clipped to the window. A clipped
+  start becomes an event that precedes every other event of that worker at
+  ``ts``; a clipped end one that follows every other event at ``te``.
+* An edge of zero length, and every communication edge, is an instant: it is
+  kept in each window whose closed interval ``[ts, te]`` holds both its ends
+  (so one that lies on a window boundary belongs to both windows, with
+  weight 0 in each).
+* Weights are the clipped durations; a communication edge received before it
+  was sent (clock noise) weighs 0.
+* Rows before ``origin_ns`` fall outside every window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+__all__ = ["SnapshotWarning", "Snapshots", "build_snapshots", "default_origin"]
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+
+class SnapshotWarning(UserWarning):
+    """A window whose PAG has no path from its start to its end (CP is 0)."""
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """All windows' PAG edges ("pieces") and vertices, sorted by window.
+
+    Piece arrays have one entry per (trace row, window) pair; vertex arrays
+    one per event. ``piece_offsets[k]:piece_offsets[k+1]`` are the pieces of
+    the k-th listed window, likewise ``vertex_offsets`` for vertices.
+    """
+
+    origin_ns: int
+    window_ns: int
+    windows: I64  # window index (from origin) of each listed window
+    piece_offsets: I64
+    vertex_offsets: I64
+    row: I64  # edge_index: row of the piece in the input trace
+    src: I64  # vertex ids
+    dst: I64
+    start_ns: I64  # clipped
+    end_ns: I64
+    weight_ns: I64
+    counted: npt.NDArray[np.bool_]  # False for waiting edges
+    vertex_at_start: npt.NDArray[np.bool_]  # vertex time == ts
+    vertex_at_end: npt.NDArray[np.bool_]  # vertex time == te
+
+    @property
+    def window_start_ns(self) -> I64:
+        return self.origin_ns + self.windows * self.window_ns
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.vertex_offsets[-1])
+
+
+def default_origin(first_start_ns: int, window_ns: int) -> int:
+    """The trace's first start time floored to a multiple of ``window_ns``.
+
+    >>> default_origin(1_234_567, 1_000_000)
+    1000000
+    """
+    return (first_start_ns // window_ns) * window_ns
+
+
+@numba.njit(cache=True, nogil=True)
+def _window_ranges(
+    start: I64, end: I64, interval: B, origin: int, window: int
+) -> tuple[I64, I64]:
+    """First and last window index of each row (last < first: in none)."""
+    n = start.shape[0]
+    first = np.empty(n, dtype=np.int64)
+    last = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        s = start[i] - origin
+        e = end[i] - origin
+        if interval[i]:
+            lo = s // window
+            hi = (e - 1) // window
+        else:
+            lo = (max(s, e) - 1) // window
+            hi = min(s, e) // window
+        first[i] = max(lo, 0)
+        last[i] = hi
+    return first, last
+
+
+@numba.njit(cache=True, nogil=True)
+def _cut(
+    first: I64,
+    last: I64,
+    windows: I64,
+    slots: I64,
+    start: I64,
+    end: I64,
+    interval: B,
+    src_seq: I64,
+    dst_seq: I64,
+    seq_before: int,
+    seq_after: int,
+    origin: int,
+    window: int,
+    n_pieces: int,
+) -> tuple[I64, I64, I64, I64, I64, I64, I64]:
+    """Every (row, window) piece, clipped, placed in window order.
+
+    ``windows`` lists (sorted) every window holding a piece and ``slots`` the
+    next free position of each one's pieces; rows are visited in order, so
+    within a window pieces keep row order.
+    """
+    row = np.empty(n_pieces, dtype=np.int64)
+    win = np.empty(n_pieces, dtype=np.int64)
+    p_start = np.empty(n_pieces, dtype=np.int64)
+    p_end = np.empty(n_pieces, dtype=np.int64)
+    weight = np.empty(n_pieces, dtype=np.int64)
+    seq_src = np.empty(n_pieces, dtype=np.int64)
+    seq_dst = np.empty(n_pieces, dtype=np.int64)
+    for i in range(first.shape[0]):
+        if last[i] < first[i]:
+            continue
+        listed = np.searchsorted(windows, first[i])
+        for k in range(first[i], last[i] + 1):
+            # every window a row spans holds a piece, so is listed next
+            j = slots[listed]
+            slots[listed] += 1
+            listed += 1
+            ts = origin + k * window
+            te = ts + window
+            s, e = start[i], end[i]
+            a, b = src_seq[i], dst_seq[i]
+            if interval[i]:
+                if s < ts:
+                    s, a = ts, seq_before
+                if e > te:
+                    e, b = te, seq_after
+            row[j] = i
+            win[j] = k
+            p_start[j] = s
+            p_end[j] = e
+            weight[j] = max(e - s, 0)
+            seq_src[j] = a
+            seq_dst[j] = b
+    return row, win, p_start, p_end, weight, seq_src, seq_dst
+
+
+@numba.njit(cache=True, nogil=True)
+def _pack_keys(
+    win: I64,
+    time: I64,
+    seq: I64,
+    worker: I64,
+    k0: int,
+    origin: int,
+    window: int,
+    seq_lo: int,
+    n_seq: int,
+    n_workers: int,
+) -> I64:
+    """One int64 per event, ordered as (window, time, seq, worker)."""
+    keys = np.empty(win.shape[0], dtype=np.int64)
+    for i in range(win.shape[0]):
+        t = time[i] - (origin + win[i] * window)
+        key = (win[i] - k0) * (window + 1) + t
+        keys[i] = (key * n_seq + (seq[i] - seq_lo)) * n_workers + worker[i]
+    return keys
+
+
+def _worker_codes(trace: pl.DataFrame) -> tuple[I64, I64, int]:
+    workers = pl.concat([trace["src_worker"], trace["dst_worker"]]).unique().sort()
+    codes = pl.Enum(workers)
+    return (
+        trace["src_worker"].cast(codes).to_physical().to_numpy().astype(np.int64),
+        trace["dst_worker"].cast(codes).to_physical().to_numpy().astype(np.int64),
+        len(workers),
+    )
+
+
+def _listed_windows(first: I64, last: I64, n_pieces: int) -> tuple[I64, I64]:
+    """Windows holding at least one piece (sorted) and their piece counts."""
+    has = last >= first
+    first, last = first[has], last[has]
+    k0 = int(first.min())
+    span = int(last.max()) - k0 + 1
+    if span <= 4 * n_pieces + 1024:
+        # Dense: count pieces per window with a difference array.
+        diff = np.zeros(span + 1, dtype=np.int64)
+        np.add.at(diff, first - k0, 1)
+        np.add.at(diff, last - k0 + 1, -1)
+        per_window = np.cumsum(diff[:-1])
+        listed = np.flatnonzero(per_window)
+        return listed + k0, per_window[listed]
+    counts = last - first + 1
+    starts = np.cumsum(counts) - counts
+    within = np.arange(n_pieces, dtype=np.int64) - np.repeat(starts, counts)
+    piece_windows = np.repeat(first, counts) + within
+    listed, per_window = np.unique(piece_windows, return_counts=True)
+    return listed.astype(np.int64), per_window.astype(np.int64)
+
+
+def _vertex_ids(keys: tuple[I64, I64, I64, I64], packed: I64 | None) -> tuple[I64, I64]:
+    """Dense vertex ids in key order, and per id the index of one endpoint."""
+    if packed is not None:
+        _, ids = np.unique(packed, return_inverse=True)
+        ids = ids.astype(np.int64)
+        one_of = np.empty(int(ids.max()) + 1 if len(ids) else 0, dtype=np.int64)
+        one_of[ids] = np.arange(len(ids), dtype=np.int64)
+        return ids, one_of
+    order = np.lexsort(keys[::-1])
+    changed = np.zeros(len(order), dtype=bool)
+    if len(order):
+        changed[0] = True
+    for key in keys:
+        sorted_key = key[order]
+        changed[1:] |= sorted_key[1:] != sorted_key[:-1]
+    ids = np.empty(len(order), dtype=np.int64)
+    ids[order] = np.cumsum(changed) - 1
+    return ids, order[changed]
+
+
+def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snapshots:
+    """Cut a validated trace into the PAG snapshots of every window."""
+    start = trace["start_ns"].to_numpy().astype(np.int64, copy=False)
+    end = trace["end_ns"].to_numpy().astype(np.int64, copy=False)
+    src_code, dst_code, n_workers = _worker_codes(trace)
+    interval = (src_code == dst_code) & (end > start)
+    first, last = _window_ranges(start, end, interval, origin_ns, window_ns)
+    n_pieces = int(np.maximum(last - first + 1, 0).sum())
+    if n_pieces == 0:
+        return _empty(origin_ns, window_ns)
+
+    windows, piece_counts = _listed_windows(first, last, n_pieces)
+    piece_offsets = _offsets(piece_counts)
+    src_seq = trace["src_seq"].to_numpy().astype(np.int64, copy=False)
+    dst_seq = trace["dst_seq"].to_numpy().astype(np.int64, copy=False)
+    seq_lo = min(int(src_seq.min()), int(dst_seq.min())) - 1
+    seq_hi = max(int(src_seq.max()), int(dst_seq.max())) + 1
+    row, win, p_start, p_end, weight, seq_src, seq_dst = _cut(
+        first,
+        last,
+        windows,
+        piece_offsets[:-1].copy(),
+        start,
+        end,
+        interval,
+        src_seq,
+        dst_seq,
+        seq_lo,
+        seq_hi,
+        origin_ns,
+        window_ns,
+        n_pieces,
+    )
+
+    endpoints = (
+        np.concatenate([win, win]),
+        np.concatenate([p_start, p_end]),
+        np.concatenate([seq_src, seq_dst]),
+        np.concatenate([src_code[row], dst_code[row]]),
+    )
+    n_seq = seq_hi - seq_lo + 1
+    k0 = int(windows[0])
+    fits = (int(windows[-1]) - k0 + 1) * (window_ns + 1) * n_seq * n_workers < 2**63
+    packed = (
+        _pack_keys(*endpoints, k0, origin_ns, window_ns, seq_lo, n_seq, n_workers)
+        if fits
+        else None
+    )
+    ids, one_of = _vertex_ids(endpoints, packed)
+    vertex_win = endpoints[0][one_of]
+    vertex_time = endpoints[1][one_of] - (origin_ns + vertex_win * window_ns)
+    vertex_counts = np.unique(vertex_win, return_counts=True)[1]
+    counted = (trace["activity"] != "waiting").to_numpy()[row]
+    return Snapshots(
+        origin_ns=origin_ns,
+        window_ns=window_ns,
+        windows=windows.astype(np.int64),
+        piece_offsets=piece_offsets,
+        vertex_offsets=_offsets(vertex_counts),
+        row=row,
+        src=ids[:n_pieces],
+        dst=ids[n_pieces:],
+        start_ns=p_start,
+        end_ns=p_end,
+        weight_ns=weight,
+        counted=np.asarray(counted, dtype=bool),
+        vertex_at_start=vertex_time == 0,
+        vertex_at_end=vertex_time == window_ns,
+    )
+
+
+def _empty(origin_ns: int, window_ns: int) -> Snapshots:
+    nothing = np.zeros(0, dtype=np.int64)
+    return Snapshots(
+        origin_ns=origin_ns,
+        window_ns=window_ns,
+        windows=nothing,
+        piece_offsets=np.zeros(1, dtype=np.int64),
+        vertex_offsets=np.zeros(1, dtype=np.int64),
+        row=nothing,
+        src=nothing,
+        dst=nothing,
+        start_ns=nothing,
+        end_ns=nothing,
+        weight_ns=nothing,
+        counted=np.zeros(0, dtype=bool),
+        vertex_at_start=np.zeros(0, dtype=bool),
+        vertex_at_end=np.zeros(0, dtype=bool),
+    )
+
+
+def _offsets(counts: npt.NDArray[np.int64]) -> I64:
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets

@@ -1,0 +1,357 @@
+"""Activity traces: the Arrow schema that sits between the tracer and the PAG.
+
+A trace has one row per PAG edge (DESIGN §3). Producers (the live listener
+bridge, the event-log importer, tests) write Arrow IPC files with
+:func:`write_trace`; every later stage reads them with :func:`read_trace`,
+so the PAG, the summaries and the dashboard never need Spark.
+
+Assumptions
+-----------
+* Times are int64 nanoseconds since the Unix epoch.
+* ``src_seq``/``dst_seq`` are optional; a file without them gets 0.
+* Columns beyond the schema are kept (producers may add marks such as a
+  task's status) and pass through untouched.
+* A file carries ``sparktrail.schema_version`` in its Arrow metadata; a file
+  without it is read as version 1, a newer one is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+__all__ = [
+    "ACTIVITIES",
+    "COMMUNICATION_ACTIVITIES",
+    "LOCAL_ACTIVITIES",
+    "SCHEMA_VERSION",
+    "TRACE_COLUMNS",
+    "TRACE_SUFFIX",
+    "TraceError",
+    "empty_trace",
+    "read_trace",
+    "trace_files",
+    "validate_trace",
+    "write_trace",
+]
+
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = b"sparktrail.schema_version"
+TRACE_SUFFIX = ".arrow"
+
+LOCAL_ACTIVITIES = (
+    "processing",
+    "scheduling",
+    "deserialization",
+    "serialization",
+    "shuffle_read",
+    "shuffle_write",
+    "result",
+    "gc",
+    "driver",
+    "waiting",
+)
+COMMUNICATION_ACTIVITIES = ("control", "data")
+ACTIVITIES = LOCAL_ACTIVITIES + COMMUNICATION_ACTIVITIES
+
+#: Column name -> polars dtype, in file order. ``None`` marks optional columns.
+TRACE_COLUMNS: dict[str, pl.DataType] = {
+    "src_worker": pl.String(),
+    "dst_worker": pl.String(),
+    "start_ns": pl.Int64(),
+    "end_ns": pl.Int64(),
+    "activity": pl.String(),
+    "operator": pl.String(),
+    "job_id": pl.Int64(),
+    "stage_id": pl.Int64(),
+    "task_id": pl.Int64(),
+    "partition": pl.Int64(),
+    "records": pl.Int64(),
+    "bytes": pl.Int64(),
+    "src_seq": pl.Int64(),
+    "dst_seq": pl.Int64(),
+}
+REQUIRED_COLUMNS = ("src_worker", "dst_worker", "start_ns", "end_ns", "activity")
+NOT_NULL_COLUMNS = REQUIRED_COLUMNS
+_DEFAULT_ZERO = ("src_seq", "dst_seq")
+_STRING_TYPES = (pl.String, pl.Categorical, pl.Enum, pl.Null)
+_INT_TYPES = (
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.Null,
+)
+
+
+class TraceError(ValueError):
+    """A trace file (or frame) that does not follow the sparktrail schema.
+
+    Attributes name what is wrong so callers can report it: ``path`` (the
+    file, or ``None`` for an in-memory frame), ``column`` and ``value``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        column: str | None = None,
+        value: object = None,
+    ) -> None:
+        where = f"{path}: " if path is not None else ""
+        super().__init__(where + message)
+        self.path = None if path is None else str(path)
+        self.column = column
+        self.value = value
+
+
+def empty_trace() -> pl.DataFrame:
+    """Return a trace with no rows and every schema column.
+
+    >>> empty_trace().columns[:4]
+    ['src_worker', 'dst_worker', 'start_ns', 'end_ns']
+    """
+    return pl.DataFrame(schema=TRACE_COLUMNS)
+
+
+def validate_trace(
+    df: pl.DataFrame, path: str | os.PathLike[str] | None = None
+) -> pl.DataFrame:
+    """Check ``df`` against the trace schema and return it with canonical types.
+
+    Missing optional columns are added (nulls, or 0 for the seq columns),
+    integer and string columns are cast to int64 and plain strings.
+
+    Raises
+    ------
+    TraceError
+        For a missing required column, a column of the wrong type, a null in
+        a required column, an unknown activity, or a local activity that ends
+        before it starts. The message names ``path``, the column and the
+        first bad value with its row number.
+
+    Examples
+    --------
+    >>> df = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["processing"]})
+    >>> validate_trace(df)["dst_seq"].to_list()
+    [0]
+    """
+    df = _coerce_columns(df, path)
+    _check_not_null(df, path)
+    _check_activities(df, path)
+    _check_local_durations(df, path)
+    return df
+
+
+def _coerce_columns(
+    df: pl.DataFrame, path: str | os.PathLike[str] | None
+) -> pl.DataFrame:
+    for name in REQUIRED_COLUMNS:
+        if name not in df.columns:
+            raise TraceError(
+                f"missing required column {name!r} (columns: {', '.join(df.columns)})",
+                path=path,
+                column=name,
+            )
+    casts: list[pl.Expr] = []
+    for name, dtype in TRACE_COLUMNS.items():
+        if name not in df.columns:
+            fill = 0 if name in _DEFAULT_ZERO else None
+            casts.append(pl.lit(fill, dtype=dtype).alias(name))
+            continue
+        found = df.schema[name]
+        allowed = _STRING_TYPES if dtype == pl.String() else _INT_TYPES
+        if not isinstance(found, allowed):
+            raise TraceError(
+                f"column {name!r} has type {found}, expected {dtype}",
+                path=path,
+                column=name,
+                value=found,
+            )
+        expr = pl.col(name).cast(dtype)
+        if name in _DEFAULT_ZERO:
+            expr = expr.fill_null(0)
+        casts.append(expr)
+    extras = [c for c in df.columns if c not in TRACE_COLUMNS]
+    return df.select([*casts, *extras])
+
+
+def _first_bad_row(mask: pl.Series) -> int:
+    return int(mask.arg_true()[0])
+
+
+def _check_not_null(df: pl.DataFrame, path: str | os.PathLike[str] | None) -> None:
+    for name in NOT_NULL_COLUMNS:
+        nulls = df[name].is_null()
+        if nulls.any():
+            row = _first_bad_row(nulls)
+            raise TraceError(
+                f"column {name!r} is null at row {row}", path=path, column=name
+            )
+
+
+def _check_activities(df: pl.DataFrame, path: str | os.PathLike[str] | None) -> None:
+    unknown = ~df["activity"].is_in(ACTIVITIES)
+    if unknown.any():
+        row = _first_bad_row(unknown)
+        value = df["activity"][row]
+        raise TraceError(
+            f"column 'activity' has unknown value {value!r} at row {row} "
+            f"(expected one of {', '.join(ACTIVITIES)})",
+            path=path,
+            column="activity",
+            value=value,
+        )
+
+
+def _check_local_durations(
+    df: pl.DataFrame, path: str | os.PathLike[str] | None
+) -> None:
+    local = df["src_worker"] == df["dst_worker"]
+    backwards = local & (df["end_ns"] < df["start_ns"])
+    if backwards.any():
+        row = _first_bad_row(backwards)
+        start, end = df["start_ns"][row], df["end_ns"][row]
+        raise TraceError(
+            f"column 'end_ns' is {end} < start_ns {start} at row {row} "
+            "(a local activity cannot end before it starts)",
+            path=path,
+            column="end_ns",
+            value=end,
+        )
+
+
+def write_trace(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Validate ``df`` and write it as one Arrow IPC file at ``path``.
+
+    The file is written under a hidden temporary name in the same directory
+    and renamed into place, so a reader never sees half a file.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> df = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["gc"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     read_trace(write_trace(df, Path(d) / "t.arrow"))["activity"].to_list()
+    ['gc']
+    """
+    target = Path(path)
+    table = validate_trace(df, target).to_arrow()
+    metadata = dict(table.schema.metadata or {})
+    metadata[SCHEMA_VERSION_KEY] = str(SCHEMA_VERSION).encode()
+    table = table.replace_schema_metadata(metadata)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with (
+            pa.OSFile(str(temporary), "wb") as sink,
+            ipc.new_file(sink, table.schema) as writer,
+        ):
+            writer.write_table(table)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+def trace_files(path: str | os.PathLike[str]) -> list[Path]:
+    """List the complete trace files at ``path`` (a file or a directory).
+
+    Hidden files (temporary names of files being written) are skipped; a
+    directory's files come in name order, which producers keep in time order.
+
+    >>> trace_files("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: trace path does not exist: /nonexistent
+    """
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if not root.exists():
+        raise FileNotFoundError(f"trace path does not exist: {root}")
+    return sorted(
+        p
+        for p in root.rglob(f"*{TRACE_SUFFIX}")
+        if p.is_file() and not p.name.startswith(".")
+    )
+
+
+def _read_file(path: Path) -> pl.DataFrame:
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            try:
+                table = ipc.open_file(source).read_all()
+            except pa.ArrowInvalid:
+                source.seek(0)
+                table = ipc.open_stream(source).read_all()
+    except (pa.ArrowInvalid, OSError) as err:
+        raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
+    _check_schema_version(table.schema, path)
+    return validate_trace(pl.from_arrow(table), path)  # type: ignore[arg-type]
+
+
+def _check_schema_version(schema: pa.Schema, path: Path) -> None:
+    raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"1")
+    try:
+        version = int(raw)
+    except ValueError as err:
+        raise TraceError(
+            f"schema version {raw!r} is not an integer", path=path, value=raw
+        ) from err
+    if version > SCHEMA_VERSION:
+        raise TraceError(
+            f"schema version {version} is newer than this sparktrail reads "
+            f"({SCHEMA_VERSION}); upgrade sparktrail",
+            path=path,
+            value=version,
+        )
+
+
+def read_trace(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read a trace file, or every trace file under a directory, as one frame.
+
+    Parameters
+    ----------
+    path
+        An Arrow IPC file, or a directory holding ``*.arrow`` files.
+
+    Returns
+    -------
+    polars.DataFrame
+        The DESIGN §3 columns with canonical types, rows in file order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    TraceError
+        If a file is not Arrow IPC or breaks the schema (see
+        :func:`validate_trace`).
+    """
+    frames = [_read_file(p) for p in trace_files(path)]
+    return concat_traces(frames)
+
+
+def concat_traces(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate validated traces, keeping extra columns of any of them."""
+    frames = list(frames)
+    if not frames:
+        return empty_trace()
+    return pl.concat(frames, how="diagonal_relaxed")

@@ -1,0 +1,33 @@
+"""sparktrail: an online critical-path profiler for Apache Spark.
+
+The public Python API; each name lives in its pipeline stage.
+
+>>> import polars as pl, sparktrail
+>>> trace = pl.DataFrame({"src_worker": ["exec-1/0"], "dst_worker": ["exec-1/0"],
+...     "start_ns": [0], "end_ns": [1_000], "activity": ["processing"]})
+>>> sparktrail.critical_participation(trace, window_ns=1_000)["cp"].to_list()
+[1.0]
+"""
+
+from sparktrail.pag import (
+    CycleError,
+    SnapshotWarning,
+    TraceError,
+    critical_participation,
+    read_trace,
+    snapshot_stats,
+    write_trace,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CycleError",
+    "SnapshotWarning",
+    "TraceError",
+    "__version__",
+    "critical_participation",
+    "read_trace",
+    "snapshot_stats",
+    "write_trace",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from sparktrail.cli import main
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+"""The ``sparktrail`` command line: one module per subcommand.
+
+Each subcommand module defines ``register(subparsers)`` and a ``run(args)``
+that returns an exit code. Errors are turned into one line and an exit code
+here, in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sparktrail.pag import CycleError, TraceError
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+#: Subcommand name -> module under sparktrail.cli.
+SUBCOMMANDS = {"import": "import_", "cp": "cp"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparktrail",
+        description="Critical-path profiling for Apache Spark applications.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module_name in SUBCOMMANDS.values():
+        module = importlib.import_module(f"sparktrail.cli.{module_name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as err:
+        print(f"sparktrail: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (TraceError, CycleError, ValueError) as err:
+        print(f"sparktrail: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("sparktrail: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return code

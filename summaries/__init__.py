@@ -1,0 +1,1 @@
+"""Summaries of critical participation and the rebalancing hints they drive."""
