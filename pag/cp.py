@@ -11,7 +11,8 @@ Assumptions
 * ``trace`` follows the trace schema (:mod:`sparktrail.pag.trace`); a path
   is read with :func:`~sparktrail.pag.trace.read_trace`.
 * Windows are ``[origin + k * window_ns, origin + (k + 1) * window_ns)`` for
-  k >= 0; only windows holding at least one edge are listed.
+  k >= 0; a window is listed when an edge lies in it (see
+  :mod:`~sparktrail.pag.snapshot` for instants on a window boundary).
 """
 
 from __future__ import annotations
@@ -58,20 +59,22 @@ def _load(trace: TraceLike) -> pl.DataFrame:
     return read_trace(trace)
 
 
+def _as_int(name: str, value: object) -> int:
+    """``value`` as an int, refusing bools, fractions and non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            return int(value)
+        raise ValueError(f"{name} must be an integer number of ns, got {value!r}")
+    return int(value)
+
+
 def _check_window(window_ns: object, origin_ns: object) -> tuple[int, int | None]:
-    try:
-        window = int(window_ns)  # type: ignore[call-overload]
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"window_ns must be an integer, got {window_ns!r}") from err
-    if window <= 0 or window != window_ns:
-        raise ValueError(f"window_ns must be a positive integer, got {window_ns!r}")
+    window = _as_int("window_ns", window_ns)
+    if window <= 0:
+        raise ValueError(f"window_ns must be positive, got {window_ns!r}")
     if origin_ns is None:
         return window, None
-    try:
-        origin = int(origin_ns)  # type: ignore[call-overload]
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"origin_ns must be an integer, got {origin_ns!r}") from err
-    return window, origin
+    return window, _as_int("origin_ns", origin_ns)
 
 
 def _snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int | None) -> Snapshots:
@@ -276,9 +279,24 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
     window, origin = _check_window(window_ns, window_start_ns)
     assert origin is not None
     frame = _load(trace)
-    table = critical_participation(frame, window, origin).filter(
-        pl.col("window_start_ns") == origin
+    # Only rows that can touch [origin, origin + window] matter; later
+    # windows they open are computed but not exported, so do not warn there.
+    near = frame.with_row_index("_row").filter(
+        (pl.min_horizontal("start_ns", "end_ns") <= origin + window)
+        & (pl.max_horizontal("start_ns", "end_ns") >= origin)
     )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SnapshotWarning)
+        table = critical_participation(near.drop("_row"), window, origin)
+    table = table.filter(pl.col("window_start_ns") == origin)
+    original_rows = near["_row"].cast(pl.Int64).gather(table["edge_index"])
+    table = table.with_columns(original_rows.alias("edge_index"))
+    if len(table) and table["cp"].sum() == 0.0:
+        warnings.warn(
+            f"the window at {origin} has no path from start to end; its CP is 0",
+            SnapshotWarning,
+            stacklevel=2,
+        )
     rows = frame[table["edge_index"].to_list()] if len(table) else frame.clear()
     graph = nx.DiGraph(window_start_ns=origin, window_end_ns=origin + window)
     for piece, row in zip(

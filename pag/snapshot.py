@@ -17,6 +17,10 @@ Assumptions (DESIGN §4)
   weight 0 in each).
 * Weights are the clipped durations; a communication edge received before it
   was sent (clock noise) weighs 0.
+* A window is listed (exists) only when a positive-length local piece lies
+  in it, or an instant whose earliest window it is. An instant on a
+  boundary joins the later window's PAG too, but only when that window
+  exists: the last event of a trace opens no window of its own.
 * Rows before ``origin_ns`` fall outside every window.
 """
 
@@ -138,7 +142,8 @@ def _cut(
             continue
         listed = np.searchsorted(windows, first[i])
         for k in range(first[i], last[i] + 1):
-            # every window a row spans holds a piece, so is listed next
+            if listed >= windows.shape[0] or windows[listed] != k:
+                continue  # an instant on the end of the trace's last window
             j = slots[listed]
             slots[listed] += 1
             listed += 1
@@ -193,26 +198,44 @@ def _worker_codes(trace: pl.DataFrame) -> tuple[I64, I64, int]:
     )
 
 
-def _listed_windows(first: I64, last: I64, n_pieces: int) -> tuple[I64, I64]:
-    """Windows holding at least one piece (sorted) and their piece counts."""
+def _coverage(first: I64, last: I64, k0: int, span: int) -> I64:
+    """How many of the ranges [first, last] cover each window k0 .. k0+span-1."""
+    diff = np.zeros(span + 1, dtype=np.int64)
+    np.add.at(diff, first - k0, 1)
+    np.add.at(diff, last - k0 + 1, -1)
+    return np.cumsum(diff[:-1])
+
+
+def _expand(first: I64, last: I64) -> I64:
+    """Every window index of every range [first, last], concatenated."""
+    counts = last - first + 1
+    starts = np.cumsum(counts) - counts
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
+    return np.repeat(first, counts) + within
+
+
+def _listed_windows(
+    first: I64, last: I64, anchor: I64, n_pieces: int
+) -> tuple[I64, I64]:
+    """Listed windows (sorted) and how many pieces each holds.
+
+    A row's pieces span windows ``first .. last``; it lists (anchors)
+    windows ``first .. anchor``.
+    """
     has = last >= first
-    first, last = first[has], last[has]
+    first, last, anchor = first[has], last[has], anchor[has]
     k0 = int(first.min())
     span = int(last.max()) - k0 + 1
     if span <= 4 * n_pieces + 1024:
-        # Dense: count pieces per window with a difference array.
-        diff = np.zeros(span + 1, dtype=np.int64)
-        np.add.at(diff, first - k0, 1)
-        np.add.at(diff, last - k0 + 1, -1)
-        per_window = np.cumsum(diff[:-1])
-        listed = np.flatnonzero(per_window)
-        return listed + k0, per_window[listed]
-    counts = last - first + 1
-    starts = np.cumsum(counts) - counts
-    within = np.arange(n_pieces, dtype=np.int64) - np.repeat(starts, counts)
-    piece_windows = np.repeat(first, counts) + within
-    listed, per_window = np.unique(piece_windows, return_counts=True)
-    return listed.astype(np.int64), per_window.astype(np.int64)
+        per_window = _coverage(first, last, k0, span)
+        listed = np.flatnonzero(_coverage(first, anchor, k0, span)) + k0
+        return listed, per_window[listed - k0]
+    listed = np.unique(_expand(first, anchor))
+    piece_windows = _expand(first, last)
+    kept, per_window = np.unique(
+        piece_windows[np.isin(piece_windows, listed)], return_counts=True
+    )
+    return kept.astype(np.int64), per_window.astype(np.int64)
 
 
 def _vertex_ids(keys: tuple[I64, I64, I64, I64], packed: I64 | None) -> tuple[I64, I64]:
@@ -246,8 +269,10 @@ def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snap
     if n_pieces == 0:
         return _empty(origin_ns, window_ns)
 
-    windows, piece_counts = _listed_windows(first, last, n_pieces)
+    anchor = np.where(interval, last, first)
+    windows, piece_counts = _listed_windows(first, last, anchor, n_pieces)
     piece_offsets = _offsets(piece_counts)
+    n_pieces = int(piece_offsets[-1])
     src_seq = trace["src_seq"].to_numpy().astype(np.int64, copy=False)
     dst_seq = trace["dst_seq"].to_numpy().astype(np.int64, copy=False)
     seq_lo = min(int(src_seq.min()), int(dst_seq.min())) - 1
