@@ -34,16 +34,20 @@ B = npt.NDArray[np.bool_]
 
 @numba.njit(cache=True, nogil=True)
 def _out_csr(n_vertices: int, src: I64) -> tuple[I64, I64]:
+    # offsets doubles as the fill cursor, then shifts back: one array fewer
+    # (fresh memory is what large inputs pay for most).
     offsets = np.zeros(n_vertices + 1, dtype=np.int64)
     for i in range(src.shape[0]):
         offsets[src[i] + 1] += 1
     for v in range(n_vertices):
         offsets[v + 1] += offsets[v]
-    fill = offsets[:-1].copy()
     edges = np.empty(src.shape[0], dtype=np.int64)
     for i in range(src.shape[0]):
-        edges[fill[src[i]]] = i
-        fill[src[i]] += 1
+        edges[offsets[src[i]]] = i
+        offsets[src[i]] += 1
+    for v in range(n_vertices, 0, -1):
+        offsets[v] = offsets[v - 1]
+    offsets[0] = 0
     return offsets, edges
 
 
@@ -82,8 +86,9 @@ def _ids_are_topological(src: I64, dst: I64) -> bool:
 def topological_order(n_vertices: int, src: I64, dst: I64) -> tuple[I64, I64, I64]:
     """Order the vertices so every edge points forward.
 
-    Returns ``(order, offsets, edges)``: the order, and the out-adjacency in
-    CSR form (``edges[offsets[v]:offsets[v+1]]`` are the edge ids leaving v).
+    Returns ``(order, offsets, edges)``: the order (empty when the ids
+    0, 1, ... already are one), and the out-adjacency in CSR form
+    (``edges[offsets[v]:offsets[v+1]]`` are the edge ids leaving v).
 
     Raises
     ------
@@ -95,11 +100,14 @@ def topological_order(n_vertices: int, src: I64, dst: I64) -> tuple[I64, I64, I6
     >>> order, _, _ = topological_order(3, np.array([2, 0]), np.array([0, 1]))
     >>> order.tolist()
     [2, 0, 1]
+    >>> topological_order(3, np.array([0, 1]), np.array([1, 2]))[0].tolist()
+    []
     """
     offsets, edges = _out_csr(n_vertices, src)
     if _ids_are_topological(src, dst):
-        # Vertex ids sort events by time, so this is the common case.
-        return np.arange(n_vertices, dtype=np.int64), offsets, edges
+        # Vertex ids sort events by time, so this is the common case; an
+        # empty order means "the ids themselves".
+        return np.empty(0, dtype=np.int64), offsets, edges
     order, placed = _kahn(n_vertices, dst, offsets, edges)
     if placed < n_vertices:
         raise ValueError(
@@ -123,6 +131,7 @@ def _edge_on_cycle(placed: I64, src: I64, dst: I64) -> int:
 
 @numba.njit(cache=True, nogil=True)
 def _log_add(acc_max: F64, acc_sum: F64, w: int, x: float) -> None:
+    """Add e**x to the streaming sum acc_sum[w] * e**acc_max[w]."""
     m = acc_max[w]
     if x > m:
         acc_sum[w] = acc_sum[w] * np.exp(m - x) + 1.0
@@ -141,7 +150,8 @@ def _log_paths(
     at_start: B,
     at_end: B,
 ) -> tuple[F64, F64, B]:
-    n = order.shape[0]
+    n = at_start.shape[0]
+    identity = order.shape[0] == 0
     has_in = np.zeros(n, dtype=np.bool_)
     has_out = np.zeros(n, dtype=np.bool_)
     for v in range(n):
@@ -151,26 +161,28 @@ def _log_paths(
                 has_out[v] = True
                 has_in[dst[e]] = True
 
+    # log_f holds the running maximum of a vertex's incoming terms until the
+    # vertex is reached, then its value: one array fewer than a separate max.
     log_f = np.full(n, -np.inf)
-    acc_max = np.full(n, -np.inf)
     acc_sum = np.zeros(n)
     for i in range(n):
-        v = order[i]
+        v = i if identity else order[i]
         if at_start[v] and not has_in[v]:
             log_f[v] = 0.0
         elif acc_sum[v] > 0.0:
-            log_f[v] = acc_max[v] + np.log(acc_sum[v])
+            log_f[v] += np.log(acc_sum[v])
         x = log_f[v]
         if x == -np.inf:
             continue
         for j in range(offsets[v], offsets[v + 1]):
             e = edges[j]
             if counted[e]:
-                _log_add(acc_max, acc_sum, dst[e], x)
+                _log_add(log_f, acc_sum, dst[e], x)
 
-    log_g = np.full(n, -np.inf)
+    log_g = acc_sum  # reused: every acc_sum entry has been read
+    log_g[:] = -np.inf
     for i in range(n - 1, -1, -1):
-        v = order[i]
+        v = i if identity else order[i]
         if at_end[v] and not has_out[v]:
             log_g[v] = 0.0
             continue

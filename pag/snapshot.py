@@ -169,9 +169,13 @@ def _cut(
 @numba.njit(cache=True, nogil=True)
 def _pack_keys(
     win: I64,
-    time: I64,
-    seq: I64,
-    worker: I64,
+    row: I64,
+    p_start: I64,
+    p_end: I64,
+    seq_src: I64,
+    seq_dst: I64,
+    src_code: I64,
+    dst_code: I64,
     k0: int,
     origin: int,
     window: int,
@@ -179,12 +183,16 @@ def _pack_keys(
     n_seq: int,
     n_workers: int,
 ) -> I64:
-    """One int64 per event, ordered as (window, time, seq, worker)."""
-    keys = np.empty(win.shape[0], dtype=np.int64)
-    for i in range(win.shape[0]):
-        t = time[i] - (origin + win[i] * window)
-        key = (win[i] - k0) * (window + 1) + t
-        keys[i] = (key * n_seq + (seq[i] - seq_lo)) * n_workers + worker[i]
+    """One int64 per event (sources, then destinations), ordered as
+    (window, time, seq, worker)."""
+    n = win.shape[0]
+    keys = np.empty(2 * n, dtype=np.int64)
+    for i in range(n):
+        base = (win[i] - k0) * (window + 1) - (origin + win[i] * window)
+        key = (base + p_start[i]) * n_seq + (seq_src[i] - seq_lo)
+        keys[i] = key * n_workers + src_code[row[i]]
+        key = (base + p_end[i]) * n_seq + (seq_dst[i] - seq_lo)
+        keys[n + i] = key * n_workers + dst_code[row[i]]
     return keys
 
 
@@ -211,7 +219,8 @@ def _expand(first: I64, last: I64) -> I64:
     counts = last - first + 1
     starts = np.cumsum(counts) - counts
     within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
-    return np.repeat(first, counts) + within
+    windows: I64 = np.repeat(first, counts) + within
+    return windows
 
 
 def _listed_windows(
@@ -238,14 +247,21 @@ def _listed_windows(
     return kept.astype(np.int64), per_window.astype(np.int64)
 
 
-def _vertex_ids(keys: tuple[I64, I64, I64, I64], packed: I64 | None) -> tuple[I64, I64]:
-    """Dense vertex ids in key order, and per id the index of one endpoint."""
-    if packed is not None:
-        _, ids = np.unique(packed, return_inverse=True)
-        ids = ids.astype(np.int64)
-        one_of = np.empty(int(ids.max()) + 1 if len(ids) else 0, dtype=np.int64)
-        one_of[ids] = np.arange(len(ids), dtype=np.int64)
-        return ids, one_of
+def _packed_vertex_ids(
+    packed: I64, k0: int, window: int, n_seq: int, n_workers: int
+) -> tuple[I64, I64, I64]:
+    """Dense ids of packed event keys, and each vertex's window and time."""
+    unique, ids = np.unique(packed, return_inverse=True)
+    slot: I64 = unique // (n_seq * n_workers)
+    vertex_win: I64 = slot // (window + 1) + k0
+    vertex_time: I64 = slot % (window + 1)
+    return ids.astype(np.int64), vertex_win, vertex_time
+
+
+def _sorted_vertex_ids(
+    keys: tuple[I64, I64, I64, I64], origin: int, window: int
+) -> tuple[I64, I64, I64]:
+    """Like :func:`_packed_vertex_ids`, for keys too wide to pack in an int64."""
     order = np.lexsort(keys[::-1])
     changed = np.zeros(len(order), dtype=bool)
     if len(order):
@@ -255,7 +271,9 @@ def _vertex_ids(keys: tuple[I64, I64, I64, I64], packed: I64 | None) -> tuple[I6
         changed[1:] |= sorted_key[1:] != sorted_key[:-1]
     ids = np.empty(len(order), dtype=np.int64)
     ids[order] = np.cumsum(changed) - 1
-    return ids, order[changed]
+    one_of = order[changed]
+    vertex_win = keys[0][one_of]
+    return ids, vertex_win, keys[1][one_of] - (origin + vertex_win * window)
 
 
 def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snapshots:
@@ -294,23 +312,26 @@ def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snap
         n_pieces,
     )
 
-    endpoints = (
-        np.concatenate([win, win]),
-        np.concatenate([p_start, p_end]),
-        np.concatenate([seq_src, seq_dst]),
-        np.concatenate([src_code[row], dst_code[row]]),
-    )
     n_seq = seq_hi - seq_lo + 1
     k0 = int(windows[0])
-    fits = (int(windows[-1]) - k0 + 1) * (window_ns + 1) * n_seq * n_workers < 2**63
-    packed = (
-        _pack_keys(*endpoints, k0, origin_ns, window_ns, seq_lo, n_seq, n_workers)
-        if fits
-        else None
-    )
-    ids, one_of = _vertex_ids(endpoints, packed)
-    vertex_win = endpoints[0][one_of]
-    vertex_time = endpoints[1][one_of] - (origin_ns + vertex_win * window_ns)
+    if (int(windows[-1]) - k0 + 1) * (window_ns + 1) * n_seq * n_workers < 2**63:
+        packed = _pack_keys(
+            win, row, p_start, p_end, seq_src, seq_dst, src_code, dst_code,
+            k0, origin_ns, window_ns, seq_lo, n_seq, n_workers,
+        )  # fmt: skip
+        ids, vertex_win, vertex_time = _packed_vertex_ids(
+            packed, k0, window_ns, n_seq, n_workers
+        )
+    else:
+        endpoints = (
+            np.concatenate([win, win]),
+            np.concatenate([p_start, p_end]),
+            np.concatenate([seq_src, seq_dst]),
+            np.concatenate([src_code[row], dst_code[row]]),
+        )
+        ids, vertex_win, vertex_time = _sorted_vertex_ids(
+            endpoints, origin_ns, window_ns
+        )
     vertex_counts = np.unique(vertex_win, return_counts=True)[1]
     counted = (trace["activity"] != "waiting").to_numpy()[row]
     return Snapshots(

@@ -38,10 +38,7 @@ def modules() -> list[str]:
 MODULES = modules()
 
 #: Doctests known to fail, reported to their owners; strict, so a fix shows.
-KNOWN_FAILURES = {
-    "sparktrail.tracer.model": "SparkModel example: build(final=True) returns "
-    "['driver'], the docstring expects []",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

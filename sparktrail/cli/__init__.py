@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from sparktrail.pag import CycleError, TraceError
+from sparktrail.pag.memory import retain_freed_memory
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    retain_freed_memory()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

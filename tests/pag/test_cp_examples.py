@@ -10,14 +10,14 @@ import numpy as np
 import polars as pl
 import pytest
 from reference import cp_table, snapshots
+
+import sparktrail
 from sparktrail.pag import (
     CycleError,
     SnapshotWarning,
     critical_participation,
     snapshot_stats,
 )
-
-import sparktrail
 
 COLUMNS = ("src_worker", "dst_worker", "start_ns", "end_ns", "activity")
 

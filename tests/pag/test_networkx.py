@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import snapshots
-from sparktrail.pag import SnapshotWarning, critical_participation, to_networkx
 from strategies import traces
+
+from sparktrail.pag import SnapshotWarning, critical_participation, to_networkx
 
 
 def quietly(function, *args):

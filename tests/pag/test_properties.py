@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import brute_force_counts, cp_table, snapshots
-from sparktrail.pag import SnapshotWarning, critical_participation, snapshot_stats
 from strategies import traces
+
+from sparktrail.pag import SnapshotWarning, critical_participation, snapshot_stats
 
 SETTINGS = settings(
     max_examples=150,

@@ -6,6 +6,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+
 from sparktrail.pag import (
     SnapshotWarning,
     TraceError,

@@ -1,0 +1,53 @@
+"""``sparktrail import EVENTLOG -o TRACE_DIR [--follow]``: event log -> trace."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sparktrail.pag.trace import write_trace
+from sparktrail.tracer import ImportStats, follow_eventlog, import_eventlog, trace_name
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``import`` subcommand to ``subparsers``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "import",
+        help="import a Spark event log as a trace",
+        description=(
+            "Read a Spark event log (file or eventlog_v2_* directory; plain, "
+            "zstd, lz4, snappy or lzf) and write TRACE_DIR/<appId>.arrow."
+        ),
+    )
+    parser.add_argument("eventlog", type=Path, help="event-log file or directory")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="trace directory to write"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep reading a log that is being written; one trace file per batch",
+    )
+    parser.add_argument(
+        "--poll", type=float, default=1.0, help="seconds between reads with --follow"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Import ``args.eventlog`` into ``args.output``; print a one-line summary."""
+    stats = ImportStats()
+    if args.follow:
+        files = follow_eventlog(
+            args.eventlog, args.output, poll_s=args.poll, stats=stats
+        )
+        where = f"{len(files)} files in {args.output}"
+    else:
+        trace = import_eventlog(args.eventlog, stats=stats)
+        target = args.output / f"{trace_name(args.eventlog, stats.app_id)}.arrow"
+        where = str(write_trace(trace, target))
+    print(f"{stats.summary()} -> {where}")
+    return 0

@@ -1,0 +1,40 @@
+"""Fixtures shared by every test folder: one SparkSession for integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark_eventlog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory the shared SparkSession writes its plain event log to."""
+    return tmp_path_factory.mktemp("spark-events")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_eventlog_dir: Path) -> Iterator[Any]:
+    """One local[2] SparkSession for all integration tests, event log enabled.
+
+    The log is a single plain file ``<appId>.inprogress`` in
+    :func:`spark_eventlog_dir` until the session stops; Spark flushes it at
+    every job end, so a test can import it after its jobs finished.
+    """
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .appName("sparktrail-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.eventLog.enabled", "true")
+        .config("spark.eventLog.dir", spark_eventlog_dir.as_uri())
+        .config("spark.eventLog.rolling.enabled", "false")
+        .config("spark.eventLog.compress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

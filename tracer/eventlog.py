@@ -1,0 +1,486 @@
+"""Reading Spark event logs: files, codecs, rolling directories, JSON lines.
+
+An event log is either one file (``<appId>[.codec][.inprogress]``) or a
+rolling directory ``eventlog_v2_<appId>/`` holding
+``events_<n>_<appId>[.codec][.inprogress]`` files, read in ``n`` order, and
+an empty ``appstatus_<appId>[.inprogress]`` marker (no ``.inprogress``: the
+application has finished).
+
+Codecs are chosen by suffix and decoded the way Spark encodes them:
+
+* ``.zstd``/``.zst``: zstandard frames (Spark 4's default), one after another;
+* ``.lz4``: lz4-java's ``LZ4BlockOutputStream`` block stream (not the LZ4
+  frame format): ``"LZ4Block"``, a token (method | level), compressed length,
+  decompressed length and checksum (int32 LE each), then the block;
+* ``.snappy``: snappy-java's ``SnappyOutputStream``: ``"\\x82SNAPPY\\x00"``,
+  two int32 BE version numbers, then ``[int32 BE length][raw snappy]`` blocks;
+* ``.lzf``: compress-lzf's ``LZFOutputStream`` chunks (``"ZV"``, type,
+  lengths, data), decoded in pure Python (slow, and rare in practice).
+
+Checksums of lz4 blocks are not verified.
+
+Bad input never stops a read: a line that is not JSON (a truncated last
+line, garbage), a JSON line that is not an event, an unknown event whose name
+says it is about tasks, and a log from a Spark version newer than 4 each give
+an :class:`EventLogWarning` naming the file and line; the rest is read and
+:attr:`EventLogReader.skipped_lines` counts what was dropped. Events this
+importer does not use (SQL, block updates, ...) are skipped unparsed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+__all__ = [
+    "USED_EVENTS",
+    "EventLogError",
+    "EventLogReader",
+    "EventLogWarning",
+    "LogSource",
+    "codec_of",
+    "decompressed_chunks",
+    "resolve",
+]
+
+#: Highest Spark major version whose event-log fields this importer knows.
+SUPPORTED_MAJOR = 4
+#: Individual warnings per read before they are only counted.
+MAX_LINE_WARNINGS = 20
+CHUNK_BYTES = 8 << 20
+
+INPROGRESS = ".inprogress"
+CODECS = {".zstd": "zstd", ".zst": "zstd", ".lz4": "lz4", ".snappy": "snappy"}
+CODECS[".lzf"] = "lzf"
+
+#: Events the model reads; any other event is skipped without parsing.
+USED_EVENTS = frozenset(
+    f"SparkListener{name}"
+    for name in (
+        "LogStart",
+        "ApplicationStart",
+        "ApplicationEnd",
+        "EnvironmentUpdate",
+        "ExecutorAdded",
+        "JobStart",
+        "JobEnd",
+        "StageSubmitted",
+        "StageCompleted",
+        "TaskStart",
+        "TaskEnd",
+    )
+)
+_KNOWN_TASK_EVENTS = frozenset(
+    {"SparkListenerTaskStart", "SparkListenerTaskEnd", "SparkListenerTaskGettingResult"}
+)
+_PREFIX = b'{"Event":"'
+_EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?(\.inprogress)?$")
+
+
+class EventLogError(ValueError):
+    """Nothing could be read from an event log; the message names the file."""
+
+
+class EventLogWarning(UserWarning):
+    """Part of an event log was skipped (file and line are in the message)."""
+
+
+class _Truncated(Exception):
+    """A compressed stream ended inside a block."""
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """The files of one event log, in reading order.
+
+    Attributes
+    ----------
+    root
+        The path given: a file or a rolling directory.
+    files
+        Event files in reading order.
+    app_id
+        The application id from the file names, if they carry one.
+    complete
+        Whether the log says the application finished (no ``.inprogress``
+        file, or an ``appstatus`` marker without it).
+    """
+
+    root: Path
+    files: list[Path]
+    app_id: str | None
+    complete: bool
+
+
+def codec_of(path: Path) -> str | None:
+    """Name the codec of an event file from its suffix (``None``: plain).
+
+    >>> codec_of(Path("app-1.zstd.inprogress")), codec_of(Path("local-1"))
+    ('zstd', None)
+    """
+    name = path.name.removesuffix(INPROGRESS)
+    return CODECS.get(os.path.splitext(name)[1])
+
+
+def _strip_name(path: Path) -> str:
+    name = path.name.removesuffix(INPROGRESS)
+    stem, ext = os.path.splitext(name)
+    return stem if ext in CODECS else name
+
+
+def resolve(path: str | os.PathLike[str]) -> LogSource:
+    """Find the event files of a log file or rolling directory.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    EventLogError
+        If a directory holds no ``events_<n>_...`` files.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"event log does not exist: {root}")
+    if root.is_file():
+        complete = not root.name.endswith(INPROGRESS)
+        return LogSource(root, [root], _strip_name(root), complete)
+    numbered: list[tuple[int, Path]] = []
+    app_id: str | None = None
+    for child in root.iterdir():
+        match = _EVENTS_FILE.match(child.name)
+        if match and child.is_file():
+            numbered.append((int(match.group(1)), child))
+            app_id = match.group(2)
+    if not numbered:
+        raise EventLogError(f"{root}: no events_<n>_<appId> files in directory")
+    status = [c.name for c in root.iterdir() if c.name.startswith("appstatus_")]
+    complete = any(not name.endswith(INPROGRESS) for name in status)
+    if app_id is None and root.name.startswith("eventlog_v2_"):
+        app_id = root.name.removeprefix("eventlog_v2_")
+    return LogSource(root, [p for _, p in sorted(numbered)], app_id, complete)
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) < size:
+        raise _Truncated
+    return data
+
+
+def _lz4_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    import lz4.block
+
+    while True:
+        magic = stream.read(8)
+        if not magic:
+            return
+        if magic != b"LZ4Block":
+            if len(magic) < 8:
+                raise _Truncated
+            raise ValueError(f"bad LZ4Block magic {magic!r}")
+        token, compressed, size, _checksum = struct.unpack(
+            "<Biii", _read_exact(stream, 13)
+        )
+        data = _read_exact(stream, compressed)
+        method = token & 0xF0
+        if method == 0x10:
+            yield data
+        elif method == 0x20:
+            yield lz4.block.decompress(data, uncompressed_size=size)
+        else:
+            raise ValueError(f"unknown LZ4Block method {method:#x}")
+
+
+_SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+
+
+def _snappy_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    import cramjam
+
+    while True:
+        head = stream.read(4)
+        if not head:
+            return
+        if head == _SNAPPY_MAGIC[:4]:
+            rest = _read_exact(stream, 12)
+            if head + rest[:4] != _SNAPPY_MAGIC:
+                raise ValueError("bad snappy-java stream header")
+            continue
+        if len(head) < 4:
+            raise _Truncated
+        (length,) = struct.unpack(">i", head)
+        data = _read_exact(stream, length)
+        yield bytes(cramjam.snappy.decompress_raw(data))
+
+
+def lzf_decompress(data: bytes, size: int) -> bytes:
+    """Decode one raw LZF block (liblzf format) of ``size`` output bytes."""
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        ctrl = data[i]
+        i += 1
+        if ctrl < 32:
+            out += data[i : i + ctrl + 1]
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            length += data[i]
+            i += 1
+        ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+        i += 1
+        for k in range(length + 2):
+            out.append(out[ref + k])
+    if len(out) != size:
+        raise ValueError(f"LZF block decoded to {len(out)} bytes, expected {size}")
+    return bytes(out)
+
+
+def _lzf_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    while True:
+        head = stream.read(3)
+        if not head:
+            return
+        if len(head) < 3:
+            raise _Truncated
+        if head[:2] != b"ZV":
+            raise ValueError(f"bad LZF chunk header {head!r}")
+        if head[2] == 0:
+            (length,) = struct.unpack(">H", _read_exact(stream, 2))
+            yield _read_exact(stream, length)
+        elif head[2] == 1:
+            length, size = struct.unpack(">HH", _read_exact(stream, 4))
+            yield lzf_decompress(_read_exact(stream, length), size)
+        else:
+            raise ValueError(f"unknown LZF chunk type {head[2]}")
+
+
+def _zstd_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
+    try:
+        while chunk := reader.read(CHUNK_BYTES):
+            yield chunk
+    except zstandard.ZstdError as err:
+        raise _Truncated from err
+
+
+def _plain_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(CHUNK_BYTES):
+        yield chunk
+
+
+_DECODERS: dict[str | None, Callable[[IO[bytes]], Iterator[bytes]]] = {
+    None: _plain_blocks,
+    "zstd": _zstd_blocks,
+    "lz4": _lz4_blocks,
+    "snappy": _snappy_blocks,
+    "lzf": _lzf_blocks,
+}
+
+
+def decompressed_chunks(
+    stream: IO[bytes], codec: str | None, on_truncated: Callable[[], None]
+) -> Iterator[bytes]:
+    """Decode ``stream`` with ``codec``, calling ``on_truncated`` at a cut block.
+
+    Raises
+    ------
+    ValueError
+        If the stream is corrupt (not just cut short).
+    """
+    try:
+        yield from _DECODERS[codec](stream)
+    except _Truncated:
+        on_truncated()
+
+
+@dataclass
+class _FileState:
+    offset: int = 0  # bytes of plain text consumed (plain files only)
+    lines: int = 0  # complete lines consumed
+    bytes_read: int = 0
+
+
+@dataclass
+class EventLogReader:
+    """Read the events of a log, now or bit by bit while it is written.
+
+    Parameters
+    ----------
+    path
+        An event-log file or rolling directory.
+    follow
+        Take only complete (newline-terminated) lines and keep the position,
+        so the next :meth:`events` call returns what was appended since.
+    progress
+        Called with the number of (compressed) bytes read so far.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     log = Path(d) / "app-1"
+    ...     _ = log.write_text('{"Event":"SparkListenerJobEnd","Job ID":0}\\n')
+    ...     [e["Job ID"] for e in EventLogReader(log).events()]
+    [0]
+    """
+
+    path: str | os.PathLike[str]
+    follow: bool = False
+    progress: Callable[[int], None] | None = None
+    lines: int = 0
+    events_read: int = 0
+    skipped_lines: int = 0
+    spark_version: str | None = None
+    _states: dict[Path, _FileState] = field(default_factory=dict)
+    _warned: int = 0
+
+    def source(self) -> LogSource:
+        """Resolve the log's files now (a rolling log gains files).
+
+        A followed ``.inprogress`` file that was renamed is found under its
+        final name.
+        """
+        path = Path(self.path)
+        final = path.with_name(path.name.removesuffix(INPROGRESS))
+        if not path.exists() and final != path and final.exists():
+            self.path = final
+        return resolve(self.path)
+
+    def total_bytes(self) -> int:
+        """Size on disk of the log's files."""
+        return sum(p.stat().st_size for p in self.source().files)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Yield the events not returned before, in log order."""
+        source = self.source()
+        for path in source.files:
+            yield from self._file_events(path)
+
+    def _file_events(self, path: Path) -> Iterator[dict[str, Any]]:
+        key = path.parent / path.name.removesuffix(INPROGRESS)
+        state = self._states.setdefault(key, _FileState())
+        try:
+            stream: IO[bytes] = path.open("rb")
+        except FileNotFoundError:  # renamed from .inprogress meanwhile
+            path = key if key.exists() else path
+            stream = path.open("rb")
+        with stream:
+            if state.bytes_read == 0 and _is_empty(stream) and not self.follow:
+                self._warn(path, 0, "empty event file")
+                return
+            yield from self._stream_events(path, stream, state)
+
+    def _stream_events(
+        self, path: Path, stream: IO[bytes], state: _FileState
+    ) -> Iterator[dict[str, Any]]:
+        codec = codec_of(path)
+        if codec is None:
+            stream.seek(state.offset)
+        cut: list[bool] = []
+        chunks = decompressed_chunks(stream, codec, lambda: cut.append(True))
+        lineno, skip = state.lines, (0 if codec is None else state.lines)
+        tail = b""
+        offset = state.offset
+        for chunk in chunks:
+            if self.progress is not None:
+                self.progress(stream.tell())
+            pieces = (tail + chunk).split(b"\n")
+            tail = pieces.pop()
+            for line in pieces:
+                offset += len(line) + 1
+                if skip:
+                    skip -= 1
+                    continue
+                lineno += 1
+                event = self._parse(line, path, lineno)
+                if event is not None:
+                    yield event
+        if tail and not self.follow:
+            lineno += 1
+            offset += len(tail)
+            event = self._parse(tail, path, lineno, last=True)
+            if event is not None:
+                yield event
+        if cut and not self.follow:
+            self._warn(path, lineno, "compressed stream is cut short")
+        state.lines, state.offset = lineno, offset
+        state.bytes_read = max(state.bytes_read, stream.tell(), 1)
+
+    def _parse(
+        self, line: bytes, path: Path, lineno: int, last: bool = False
+    ) -> dict[str, Any] | None:
+        self.lines += 1
+        if line.startswith(_PREFIX):
+            end = line.find(b'"', len(_PREFIX))
+            name = line[len(_PREFIX) : end].decode("utf-8", "replace")
+            if name not in USED_EVENTS and end > 0:
+                self._unused(name, path, lineno)
+                return None
+        elif not line.strip():
+            return None
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError as err:
+            what = "truncated last line" if last else "line is not valid JSON"
+            self._skip(path, lineno, f"{what} ({err})")
+            return None
+        if not isinstance(event, dict) or not isinstance(event.get("Event"), str):
+            self._skip(path, lineno, "line is not a Spark listener event")
+            return None
+        name = event["Event"]
+        if name not in USED_EVENTS:
+            self._unused(name, path, lineno)
+            return None
+        if name == "SparkListenerLogStart":
+            self._check_version(event, path, lineno)
+        self.events_read += 1
+        return event
+
+    def _unused(self, name: str, path: Path, lineno: int) -> None:
+        if name.startswith("SparkListenerTask") and name not in _KNOWN_TASK_EVENTS:
+            self._skip(path, lineno, f"unknown task event {name!r}")
+
+    def _check_version(self, event: dict[str, Any], path: Path, lineno: int) -> None:
+        version = str(event.get("Spark Version", ""))
+        self.spark_version = version or None
+        major = re.match(r"(\d+)", version)
+        if major and int(major.group(1)) > SUPPORTED_MAJOR:
+            self._warn(
+                path,
+                lineno,
+                f"written by Spark {version}, newer than this importer knows "
+                f"(<= {SUPPORTED_MAJOR}.x); unknown fields are ignored",
+            )
+
+    def _skip(self, path: Path, lineno: int, why: str) -> None:
+        self.skipped_lines += 1
+        self._warn(path, lineno, f"skipped: {why}")
+
+    def _warn(self, path: Path, lineno: int, message: str) -> None:
+        self._warned += 1
+        if self._warned <= MAX_LINE_WARNINGS:
+            warnings.warn(f"{path}:{lineno}: {message}", EventLogWarning, stacklevel=5)
+        elif self._warned == MAX_LINE_WARNINGS + 1:
+            warnings.warn(
+                f"{path}: more problems; only counting skipped lines from here",
+                EventLogWarning,
+                stacklevel=5,
+            )
+
+
+def _is_empty(stream: IO[bytes]) -> bool:
+    empty = not stream.read(1)
+    stream.seek(0)
+    return empty
