@@ -30,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from importer import import_section
 from synthetic import barrier_trace, span_ns
 
 import sparktrail
@@ -175,13 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ref-max", type=int, default=100_000, help="largest size for the int ref"
     )
+    parser.add_argument(
+        "--import-mb", type=float, default=100.0, help="event-log size to import"
+    )
+    parser.add_argument(
+        "--only", default="cp,import", help="sections to run: cp, import"
+    )
     args = parser.parse_args(argv)
+    sections = set(args.only.split(","))
     # As the sparktrail CLI does: keep freed memory instead of paying page
     # faults again on every run (see sparktrail.pag.memory).
     retain_freed_memory()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print("## Critical participation\n")
-    print(cp_section(sizes, args.repeat, args.nx_max, args.ref_max))
+    if "cp" in sections:
+        print("## Critical participation\n")
+        print(cp_section(sizes, args.repeat, args.nx_max, args.ref_max), flush=True)
+    if "import" in sections:
+        print("\n## Event-log import\n")
+        print(import_section(args.import_mb, min(args.repeat, 3)), flush=True)
     return 0
 
 
