@@ -212,10 +212,12 @@ def snapshot_stats(
     -------
     polars.DataFrame
         One row per window holding an edge: ``window_start_ns,
-        window_end_ns, edges, vertices, log10_paths`` (null when no path
-        spans the window), ``spans_window`` (every counted path has length
-        ``window_ns``; false when clock noise made a message arrive before it
-        was sent) and ``diagnostic`` (null, or why CP is 0 there).
+        window_end_ns, path_start_ns, path_end_ns`` (where paths start and
+        end: the window clipped to the trace's extent), ``edges, vertices,
+        log10_paths`` (null when no path spans the window), ``spans_window``
+        (every counted path has length ``path_end_ns - path_start_ns``; false
+        when clock noise made a message arrive before it was sent) and
+        ``diagnostic`` (null, or why CP is 0 there).
 
     Examples
     --------
@@ -234,16 +236,20 @@ def snapshot_stats(
     result = _run_kernel(frame, snaps)
     log_n = result.log_paths
     has_paths = log_n > -np.inf
-    spans = np.isclose(
-        result.log_weighted_paths,
-        log_n + math.log(window),
-        rtol=0.0,
-        atol=SPAN_RTOL,
-    )
+    path_length = snaps.path_end_ns - snaps.path_start_ns
+    with np.errstate(divide="ignore"):
+        spans = np.isclose(
+            result.log_weighted_paths,
+            log_n + np.log(path_length.astype(np.float64)),
+            rtol=0.0,
+            atol=SPAN_RTOL,
+        )
     return pl.DataFrame(
         {
             "window_start_ns": snaps.window_start_ns,
             "window_end_ns": snaps.window_start_ns + window,
+            "path_start_ns": snaps.path_start_ns,
+            "path_end_ns": snaps.path_end_ns,
             "edges": np.diff(snaps.piece_offsets),
             "vertices": np.diff(snaps.vertex_offsets),
             "log10_paths": pl.Series(
@@ -251,20 +257,33 @@ def snapshot_stats(
             ).fill_nan(None),
             "spans_window": has_paths & spans,
             "diagnostic": [
-                None if ok else "no path spans the window; CP is 0" for ok in has_paths
+                _diagnostic(paths, weighted)
+                for paths, weighted in zip(
+                    has_paths, result.log_weighted_paths > -np.inf, strict=True
+                )
             ],
         }
     )
+
+
+def _diagnostic(has_paths: bool, has_weight: bool) -> str | None:
+    if not has_paths:
+        return "no path spans the window; CP is 0"
+    if not has_weight:
+        return "the paths carry no time (zero-length span); CP is 0"
+    return None
 
 
 def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.DiGraph:
     """The PAG of one window as a networkx DiGraph, with CP on its edges.
 
     Vertices are ``(worker, time_ns, seq)`` events (a clipped start has seq
-    ``"start"``, a clipped end ``"end"``). Each edge carries ``activity``,
-    ``weight_ns``, ``cp`` and ``edge_index``; trace rows that join the same
-    two events are merged, their CP and weight summed and ``edge_index``
-    a list.
+    ``"start"``, a clipped end ``"end"``). The graph's attributes give the
+    window and where its paths start and end (``path_start_ns``,
+    ``path_end_ns``: the window clipped to the trace's extent). Each edge
+    carries ``activity``, ``weight_ns``, ``cp`` and ``edge_index``; trace
+    rows that join the same two events are merged, their CP and weight
+    summed and ``edge_index`` a list.
 
     Examples
     --------
@@ -279,18 +298,12 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
     window, origin = _check_window(window_ns, window_start_ns)
     assert origin is not None
     frame = _load(trace)
-    # Only rows that can touch [origin, origin + window] matter; later
-    # windows they open are computed but not exported, so do not warn there.
-    near = frame.with_row_index("_row").filter(
-        (pl.min_horizontal("start_ns", "end_ns") <= origin + window)
-        & (pl.max_horizontal("start_ns", "end_ns") >= origin)
-    )
+    # Every row counts (the trace's extent sets the frontiers of its first
+    # and last windows); warn only about the window exported.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        table = critical_participation(near.drop("_row"), window, origin)
+        table = critical_participation(frame, window, origin)
     table = table.filter(pl.col("window_start_ns") == origin)
-    original_rows = near["_row"].cast(pl.Int64).gather(table["edge_index"])
-    table = table.with_columns(original_rows.alias("edge_index"))
     if len(table) and table["cp"].sum() == 0.0:
         warnings.warn(
             f"the window at {origin} has no path from start to end; its CP is 0",
@@ -298,7 +311,14 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
             stacklevel=2,
         )
     rows = frame[table["edge_index"].to_list()] if len(table) else frame.clear()
-    graph = nx.DiGraph(window_start_ns=origin, window_end_ns=origin + window)
+    first = frame.select(pl.min_horizontal("start_ns", "end_ns").min()).item()
+    last = frame.select(pl.max_horizontal("start_ns", "end_ns").max()).item()
+    graph = nx.DiGraph(
+        window_start_ns=origin,
+        window_end_ns=origin + window,
+        path_start_ns=origin if first is None else max(origin, first),
+        path_end_ns=origin + window if last is None else min(origin + window, last),
+    )
     for piece, row in zip(
         table.iter_rows(named=True), rows.iter_rows(named=True), strict=True
     ):

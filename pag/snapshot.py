@@ -21,6 +21,10 @@ Assumptions (DESIGN §4)
   in it, or an instant whose earliest window it is. An instant on a
   boundary joins the later window's PAG too, but only when that window
   exists: the last event of a trace opens no window of its own.
+* Paths span the window clipped to the trace's own extent, from its first
+  event to its last: a window at either end of a trace, which the trace
+  covers only in part, has its start (end) frontier at the trace's first
+  (last) event instead of at ``ts`` (``te``). Inner windows are unchanged.
 * Rows before ``origin_ns`` fall outside every window.
 """
 
@@ -55,6 +59,8 @@ class Snapshots:
     origin_ns: int
     window_ns: int
     windows: I64  # window index (from origin) of each listed window
+    path_start_ns: I64  # per window: where paths start (ts, or the trace's start)
+    path_end_ns: I64  # per window: where paths end (te, or the trace's end)
     piece_offsets: I64
     vertex_offsets: I64
     row: I64  # edge_index: row of the piece in the input trace
@@ -64,8 +70,8 @@ class Snapshots:
     end_ns: I64
     weight_ns: I64
     counted: npt.NDArray[np.bool_]  # False for waiting edges
-    vertex_at_start: npt.NDArray[np.bool_]  # vertex time == ts
-    vertex_at_end: npt.NDArray[np.bool_]  # vertex time == te
+    vertex_at_start: npt.NDArray[np.bool_]  # vertex time == path_start_ns
+    vertex_at_end: npt.NDArray[np.bool_]  # vertex time == path_end_ns
 
     @property
     def window_start_ns(self) -> I64:
@@ -333,11 +339,21 @@ def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snap
             endpoints, origin_ns, window_ns
         )
     vertex_counts = np.unique(vertex_win, return_counts=True)[1]
+    window_start = origin_ns + windows * window_ns
+    path_start = np.maximum(window_start, min(int(start.min()), int(end.min())))
+    path_end = np.minimum(
+        window_start + window_ns, max(int(start.max()), int(end.max()))
+    )
+    listed = np.repeat(np.arange(len(windows)), vertex_counts)
+    vertex_at_start = vertex_time == (path_start - window_start)[listed]
+    vertex_at_end = vertex_time == (path_end - window_start)[listed]
     counted = (trace["activity"] != "waiting").to_numpy()[row]
     return Snapshots(
         origin_ns=origin_ns,
         window_ns=window_ns,
         windows=windows.astype(np.int64),
+        path_start_ns=path_start.astype(np.int64),
+        path_end_ns=path_end.astype(np.int64),
         piece_offsets=piece_offsets,
         vertex_offsets=_offsets(vertex_counts),
         row=row,
@@ -347,8 +363,8 @@ def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snap
         end_ns=p_end,
         weight_ns=weight,
         counted=np.asarray(counted, dtype=bool),
-        vertex_at_start=vertex_time == 0,
-        vertex_at_end=vertex_time == window_ns,
+        vertex_at_start=vertex_at_start,
+        vertex_at_end=vertex_at_end,
     )
 
 
@@ -358,6 +374,8 @@ def _empty(origin_ns: int, window_ns: int) -> Snapshots:
         origin_ns=origin_ns,
         window_ns=window_ns,
         windows=nothing,
+        path_start_ns=nothing,
+        path_end_ns=nothing,
         piece_offsets=np.zeros(1, dtype=np.int64),
         vertex_offsets=np.zeros(1, dtype=np.int64),
         row=nothing,

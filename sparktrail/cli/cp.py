@@ -1,4 +1,4 @@
-"""``sparktrail cp TRACE``: critical participation by activity and by worker."""
+"""``sparktrail cp TRACE``: critical participation by activity, worker and stage."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from sparktrail.pag import critical_participation, read_trace
 
 from ._units import parse_duration_ns
 
+#: Tables printed by :func:`report`: column -> heading.
+TABLES = {"activity": "activity", "src_worker": "worker", "operator": "stage"}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "cp",
-        help="print critical participation by activity and worker",
+        help="print critical participation by activity, worker and stage",
         description="Compute critical participation (CP) of a trace and print "
-        "its share by activity type and by worker.",
+        "its share by activity type, by worker and by stage.",
     )
     parser.add_argument("trace", help="trace file or directory of Arrow files")
     parser.add_argument(
@@ -48,23 +51,29 @@ def cp_shares(cp: pl.DataFrame, by: str) -> pl.DataFrame:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
+def report(
+    trace: pl.DataFrame, name: str, window: int | str | None = None, top: int = 10
+) -> int:
+    """Print CP shares of ``trace`` by activity, worker and stage."""
     if trace.is_empty():
-        raise ValueError(f"{args.trace}: the trace holds no rows")
-    origin, span = whole_trace_window(trace)
-    window = args.window or span
-    if args.window is None:
+        raise ValueError(f"{name}: the trace holds no rows")
+    if isinstance(window, str):
+        window = parse_duration_ns(window)
+    if window is None:
         # One window closed at the trace's last event: its end is an event.
-        cp = critical_participation(trace, window, origin)
+        origin, span = whole_trace_window(trace)
+        cp = critical_participation(trace, span, origin)
     else:
         cp = critical_participation(trace, window)
-    print(
-        f"{args.trace}: {len(trace)} rows, {cp['window_start_ns'].n_unique()} windows"
-    )
-    for by in ("activity", "src_worker"):
-        table = cp_shares(cp, by).head(args.top)
-        print(f"\nCP by {'worker' if by == 'src_worker' else by}:")
-        for name, share in table.select(by, "share").iter_rows():
-            print(f"  {name!s:<24} {share:7.1%}")
+    windows = cp["window_start_ns"].n_unique()
+    print(f"{name}: {len(trace)} rows, {windows} windows")
+    for column, heading in TABLES.items():
+        table = cp_shares(cp, column).drop_nulls(column).head(top)
+        print(f"\nCP by {heading}:")
+        for label, share in table.select(column, "share").iter_rows():
+            print(f"  {label!s:<40} {share:7.1%}")
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return report(read_trace(args.trace), args.trace, args.window, args.top)

@@ -42,6 +42,8 @@ class Piece:
 class Window:
     ts: int
     te: int
+    path_start: int = 0  # ts, or the trace's first event if later
+    path_end: int = 0  # te, or the trace's last event if earlier
     pieces: list[Piece] = field(default_factory=list)
     f: dict = field(default_factory=dict)
     g: dict = field(default_factory=dict)
@@ -128,8 +130,12 @@ def analyse_window(window: Window) -> Window:
     counted = [p for p in pieces if p.counted]
     has_in = {p.v for p in counted}
     has_out = {p.u for p in counted}
-    window.start_frontier = {x for x in verts if x[1] == window.ts and x not in has_in}
-    window.end_frontier = {x for x in verts if x[1] == window.te and x not in has_out}
+    window.start_frontier = {
+        x for x in verts if x[1] == window.path_start and x not in has_in
+    }
+    window.end_frontier = {
+        x for x in verts if x[1] == window.path_end and x not in has_out
+    }
     incoming = defaultdict(list)
     outgoing = defaultdict(list)
     for p in counted:
@@ -182,11 +188,14 @@ def snapshots(
     if not rows:
         return []
     latest = max(max(r["start_ns"], r["end_ns"]) for r in rows)
+    earliest = min(min(r["start_ns"], r["end_ns"]) for r in rows)
     n_windows = max(0, (latest - origin_ns) // window_ns + 1)
     candidates = []
     for k in range(n_windows):
         ts = origin_ns + k * window_ns
-        w = Window(ts, ts + window_ns)
+        te = ts + window_ns
+        # Paths span the window clipped to the trace's extent.
+        w = Window(ts, te, max(ts, earliest), min(te, latest))
         for i, r in enumerate(rows):
             piece = clip_row(r, i, w.ts, w.te)
             if piece is not None:

@@ -286,10 +286,11 @@ def test_f_default_origin_floors_the_first_start():
     # GIVEN a trace starting at 1_234 ns
     trace = trace_of(("a", "a", 1_234, 2_500, "processing"))
     # WHEN it is cut into 1_000 ns windows without an origin
-    with pytest.warns(SnapshotWarning, match="2 of 2 windows"):
-        table = critical_participation(trace, 1_000)
-    # THEN windows start at 1_000 and 2_000 (and the last ends early: no path)
+    table = critical_participation(trace, 1_000)
+    # THEN windows start at 1_000 and 2_000; both are partial, so their paths
+    # run from the trace's first event and to its last one
     assert table["window_start_ns"].to_list() == [1_000, 2_000]
+    assert table["cp"].to_list() == [1.0, 1.0]
     assert table["start_ns"].to_list() == [1_234, 2_000]
     assert table["end_ns"].to_list() == [2_000, 2_500]
 
@@ -302,10 +303,12 @@ def test_f_rows_before_the_origin_are_dropped():
         ("a", "a", 5, 15, "processing", 1, 2),
     )
     # WHEN the origin is 10
-    with pytest.warns(SnapshotWarning):
-        table = critical_participation(trace, 10, origin_ns=10)
-    # THEN only the part of the activity after 10 remains
-    assert table.select("edge_index", "start_ns", "end_ns").rows() == [(2, 10, 15)]
+    table = critical_participation(trace, 10, origin_ns=10)
+    # THEN only the part of the activity after 10 remains, on the only path
+    # (the window ends at the trace's last event, 15)
+    assert table.select("edge_index", "start_ns", "end_ns", "cp").rows() == [
+        (2, 10, 15, 1.0)
+    ]
 
 
 # --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def recount(graph: nx.DiGraph, activity_of_row: list[str]) -> tuple[int, dict]:
     Merged edges stand for several trace rows between the same two events;
     each non-waiting row is a separate path step of the same weight.
     """
-    ts, te = graph.graph["window_start_ns"], graph.graph["window_end_ns"]
+    ts, te = graph.graph["path_start_ns"], graph.graph["path_end_ns"]
     mult = {
         (u, v): sum(activity_of_row[i] != "waiting" for i in d["edge_index"])
         for u, v, d in graph.edges(data=True)
@@ -92,7 +92,12 @@ def test_seq_example_graph():
     assert cp["driver"] == pytest.approx(1 / 6, abs=1e-12)
     assert graph.edges[("a", 5, 8), ("a", 10, "end")]["weight_ns"] == 5
     assert graph.edges[("a", 5, 8), ("a", 10, "end")]["edge_index"] == [2]
-    assert graph.graph == {"window_start_ns": 0, "window_end_ns": 10}
+    assert graph.graph == {
+        "window_start_ns": 0,
+        "window_end_ns": 10,
+        "path_start_ns": 0,
+        "path_end_ns": 10,
+    }
 
 
 def test_parallel_rows_are_merged():
@@ -144,7 +149,12 @@ def test_exported_graph_matches_cp_and_a_networkx_recount(trace, window_ns, pick
     for _, _, d in graph.edges(data=True):
         assert d["cp"] == pytest.approx(sum(cp[i] for i in d["edge_index"]), abs=1e-12)
     total = sum(d for _, _, d in graph.edges(data="cp"))
-    assert total == pytest.approx(1.0 if window.n_paths else 0.0, abs=1e-12)
+    expected = 1.0 if window.n_paths and window.total_cw else 0.0
+    assert total == pytest.approx(expected, abs=1e-12)
+    assert (graph.graph["path_start_ns"], graph.graph["path_end_ns"]) == (
+        window.path_start,
+        window.path_end,
+    )
     # AND a networkx-only recount gives the same N and CP
     n, recounted = recount(graph, trace["activity"].to_list())
     assert n == window.n_paths

@@ -122,8 +122,9 @@ def test_cp_sums_to_one_or_is_zero_with_a_warning(trace, window_ns, origin_ns):
     sums = dict(zip(sums["window_start_ns"], sums["cp"], strict=True))
     assert sorted(sums) == sorted(ref)
     for window in ref.values():
-        # THEN a window with paths has sum CP = 1, one without CP 0 everywhere
-        expected = 1.0 if window.n_paths > 0 else 0.0
+        # THEN a window with paths has sum CP = 1, one without (or whose
+        # paths carry no time) CP 0 everywhere
+        expected = 1.0 if window.n_paths > 0 and window.total_cw > 0 else 0.0
         assert sums[window.ts] == pytest.approx(expected, abs=1e-12)
     # AND a SnapshotWarning exactly when some window is pathless
     pathless = sum(w.n_paths == 0 for w in ref.values())
@@ -136,9 +137,14 @@ def test_cp_sums_to_one_or_is_zero_with_a_warning(trace, window_ns, origin_ns):
         if window.n_paths > 0:
             # AND stats give the reference's N and whether paths span it
             assert 10 ** row["log10_paths"] == pytest.approx(window.n_paths, rel=1e-9)
-            assert row["diagnostic"] is None
+            assert (row["diagnostic"] is None) == (window.total_cw > 0)
+            assert (row["path_start_ns"], row["path_end_ns"]) == (
+                window.path_start,
+                window.path_end,
+            )
             assert row["spans_window"] == (
-                window.total_cw == window.n_paths * window_ns
+                window.total_cw
+                == window.n_paths * (window.path_end - window.path_start)
             )
         else:
             # AND a pathless window has no N and a diagnostic

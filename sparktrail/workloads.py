@@ -1,0 +1,60 @@
+"""Small real Spark workloads with known bottlenecks, for demos and tests.
+
+Each workload is a function of a running SparkSession. They run in local
+mode in seconds and have a known answer: which stage, partition or
+activity holds the job back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["WORKLOADS", "balanced_groupby", "skewed_join", "straggler_partition"]
+
+#: The partition of :func:`straggler_partition` that sleeps.
+SLOW_PARTITION = 5
+SLOW_SECONDS = 2.0
+
+
+def balanced_groupby(spark: Any) -> None:
+    """A shuffle of evenly spread keys: no straggler, no hotspot."""
+    from pyspark.sql import functions as F
+
+    frame = spark.range(0, 400_000, numPartitions=8)
+    frame.groupBy((F.col("id") % 64).alias("key")).count().collect()
+
+
+def straggler_partition(spark: Any) -> None:
+    """16 short tasks, one of which (partition 5) sleeps 2 s: a time straggler."""
+
+    def work(index: int, rows: Any) -> Any:
+        time.sleep(SLOW_SECONDS if index == SLOW_PARTITION else 0.05)
+        return [sum(1 for _ in rows)]
+
+    spark.sparkContext.parallelize(range(1600), 16).mapPartitionsWithIndex(
+        work
+    ).collect()
+
+
+def skewed_join(spark: Any) -> None:
+    """A join where key 0 holds half the rows: one hot shuffle partition."""
+    from pyspark.sql import functions as F
+
+    big = spark.range(0, 400_000, numPartitions=8).select(
+        F.when(F.col("id") % 2 == 0, F.lit(0))
+        .otherwise(F.col("id") % 997)
+        .alias("key"),
+        F.col("id").alias("value"),
+    )
+    small = spark.range(0, 997).select(F.col("id").alias("key"))
+    big.join(small.hint("shuffle_hash"), "key").groupBy("key").count().collect()
+
+
+#: Name -> workload, in the order ``sparktrail demo`` runs them.
+WORKLOADS: dict[str, Callable[[Any], None]] = {
+    "balanced_groupby": balanced_groupby,
+    "straggler_partition": straggler_partition,
+    "skewed_join": skewed_join,
+}
