@@ -18,16 +18,19 @@ from sparktrail.pag import (
     snapshot_stats,
     write_trace,
 )
+from sparktrail.summaries import Summaries, summarize
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CycleError",
     "SnapshotWarning",
+    "Summaries",
     "TraceError",
     "__version__",
     "critical_participation",
     "read_trace",
     "snapshot_stats",
+    "summarize",
     "write_trace",
 ]

@@ -1,1 +1,42 @@
-"""Summaries of critical participation and the rebalancing hints they drive."""
+"""Summaries of critical participation and the rebalancing hints they drive.
+
+Each summary is a small pure transform of the CP table of
+:func:`~sparktrail.pag.critical_participation` (enriched once by
+:func:`enrich`) and, for task facts, the trace; :func:`summarize` runs
+them all and the hint rules over their results.
+
+Whole-run numbers are sums of per-window CP divided by the number of
+windows that have a path, so shares sum to 1 over a run with paths.
+"""
+
+from ._table import enrich, executor_of, task_facts
+from .activity import activity_summary
+from .communication import SHUFFLE_NOTE, communication_summary, shuffle_sources
+from .hints import HINT_SCHEMA, RULES, Context, Hint, rebalancing_hints
+from .model import HintOptions, Summaries
+from .operator import operator_summary, stage_name
+from .pipeline import summarize, window_stats
+from .straggler import executor_summary, straggler_summary
+
+__all__ = [
+    "HINT_SCHEMA",
+    "RULES",
+    "SHUFFLE_NOTE",
+    "Context",
+    "Hint",
+    "HintOptions",
+    "Summaries",
+    "activity_summary",
+    "communication_summary",
+    "enrich",
+    "executor_of",
+    "executor_summary",
+    "operator_summary",
+    "rebalancing_hints",
+    "shuffle_sources",
+    "stage_name",
+    "straggler_summary",
+    "summarize",
+    "task_facts",
+    "window_stats",
+]

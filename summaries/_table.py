@@ -1,0 +1,164 @@
+"""The CP table joined with the trace facts every summary needs.
+
+:func:`enrich` adds to each CP row (one snapshot edge) the columns the
+summaries group by: ``worker`` (the timeline an edge is charged to: its own
+worker for a local activity, the receiving worker for a message, whose
+progress the message holds), ``executor`` (parsed from the worker name
+``exec-<id>/<slot>``; null for the ``driver`` timeline; any other worker
+name is its own executor), ``cp_ns`` (critical time: CP x window length)
+and the trace's task facts. Task facts that sit on one trace row
+(``records``, ``bytes``) are *not* summed from the CP table, whose rows are
+window-clipped pieces of trace rows; :func:`task_facts` reads them from the
+trace instead.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sparktrail.pag.trace import validate_trace
+
+__all__ = [
+    "DRIVER",
+    "enrich",
+    "executor_of",
+    "path_windows",
+    "task_facts",
+    "whole_run",
+]
+
+DRIVER = "driver"
+_EXECUTOR = r"^exec-(.+)/\d+$"
+#: Trace columns copied onto CP rows when the trace has them.
+_FACTS = ("job_id", "partition", "status", "speculative")
+#: Task activities that do the task's own work (DS2's "useful time"):
+#: everything but scheduler delay, shuffle fetch wait and result fetching.
+USEFUL = (
+    "deserialization",
+    "processing",
+    "gc",
+    "shuffle_write",
+    "serialization",
+)
+
+
+def executor_of(worker: pl.Expr) -> pl.Expr:
+    """The executor a worker belongs to (null for the driver timeline).
+
+    >>> df = pl.DataFrame({"w": ["exec-7/1", "driver", "exec-driver/0", "a"]})
+    >>> df.select(executor_of(pl.col("w"))).to_series().to_list()
+    ['7', None, 'driver', 'a']
+    """
+    return (
+        pl.when(worker == DRIVER)
+        .then(pl.lit(None, dtype=pl.String))
+        .otherwise(pl.coalesce(worker.str.extract(_EXECUTOR, 1), worker))
+    )
+
+
+def enrich(cp: pl.DataFrame, trace: pl.DataFrame) -> pl.DataFrame:
+    """Add ``worker, executor, cp_ns`` and the trace's task facts to ``cp``.
+
+    Idempotent: a table that already has ``worker`` is returned unchanged.
+    """
+    if "worker" in cp.columns:
+        return cp
+    facts = [c for c in _FACTS if c in trace.columns]
+    out = cp.with_columns(pl.col("edge_index").cast(pl.Int64))
+    if facts:
+        copied = trace.select(facts)
+        out = out.hstack(copied[out["edge_index"]] if len(cp) else copied.clear())
+    local = pl.col("src_worker") == pl.col("dst_worker")
+    worker = pl.when(local).then(pl.col("src_worker")).otherwise(pl.col("dst_worker"))
+    return out.with_columns(
+        local.alias("is_local"), worker.alias("worker")
+    ).with_columns(
+        executor_of(pl.col("worker")).alias("executor"),
+        (pl.col("cp") * (pl.col("window_end_ns") - pl.col("window_start_ns")))
+        .cast(pl.Float64)
+        .alias("cp_ns"),
+    )
+
+
+def path_windows(cp: pl.DataFrame) -> pl.DataFrame:
+    """Windows of the CP table, with ``has_paths`` (their CP sums to > 0)."""
+    return (
+        cp.group_by("window_start_ns", "window_end_ns")
+        .agg(pl.len().alias("edges"), pl.col("cp").sum().alias("cp_total"))
+        .with_columns((pl.col("cp_total") > 0).alias("has_paths"))
+        .sort("window_start_ns")
+    )
+
+
+def n_path_windows(cp: pl.DataFrame) -> int:
+    """How many windows have a path (at least 1, to divide by)."""
+    return max(1, int(path_windows(cp)["has_paths"].sum()))
+
+
+def whole_run(
+    per_window: pl.DataFrame, keys: list[str], shares: list[str], n_windows: int
+) -> pl.DataFrame:
+    """Sum ``per_window`` over windows; ``shares`` are divided by ``n_windows``.
+
+    Every other non-key column except the window bounds is summed.
+    """
+    window = ("window_start_ns", "window_end_ns")
+    summed = [c for c in per_window.columns if c not in (*keys, *shares, *window)]
+    return per_window.group_by(keys).agg(
+        *[(pl.col(c).sum() / n_windows).alias(c) for c in shares],
+        *[pl.col(c).sum() for c in summed],
+    )
+
+
+def task_facts(trace: pl.DataFrame) -> pl.DataFrame:
+    """One row per task attempt (``task_id``) from its local trace rows.
+
+    Columns: ``task_id, stage_id, operator, job_id, partition, worker,
+    executor, launch_ns, end_ns, duration_ns, useful_ns, records, bytes,
+    shuffle_write_bytes, status``.
+    """
+    optional = {
+        "partition": pl.Int64,
+        "status": pl.String,
+        "shuffle_write_bytes": pl.Int64,
+    }
+    frame = validate_trace(trace)
+    frame = frame.with_columns(
+        pl.lit(None, dtype=t).alias(c)
+        for c, t in optional.items()
+        if c not in frame.columns
+    )
+    local = frame.filter(
+        pl.col("task_id").is_not_null()
+        & (pl.col("src_worker") == pl.col("dst_worker"))
+        & (pl.col("activity") != "waiting")
+    )
+    useful = pl.col("activity").is_in(USEFUL)
+    return (
+        local.group_by("task_id")
+        .agg(
+            pl.col("stage_id").drop_nulls().first(),
+            pl.col("operator").drop_nulls().first(),
+            pl.col("job_id").drop_nulls().first(),
+            pl.col("partition").drop_nulls().first(),
+            pl.col("src_worker").first().alias("worker"),
+            pl.col("start_ns").min().alias("launch_ns"),
+            pl.col("end_ns").max(),
+            (pl.col("end_ns") - pl.col("start_ns"))
+            .filter(useful)
+            .sum()
+            .alias("useful_ns"),
+            pl.col("records").sum().alias("records"),
+            pl.col("bytes").sum().alias("bytes"),
+            pl.col("shuffle_write_bytes").sum(),
+            pl.col("status").drop_nulls().first(),
+            pl.col("records").is_not_null().any().alias("_has_records"),
+        )
+        .with_columns(
+            (pl.col("end_ns") - pl.col("launch_ns")).alias("duration_ns"),
+            executor_of(pl.col("worker")).alias("executor"),
+            pl.when(pl.col("_has_records")).then(pl.col("records")),
+        )
+        .drop("_has_records")
+        .sort("task_id")
+    )

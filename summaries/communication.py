@@ -1,0 +1,215 @@
+"""Communication summary: CP by ``src -> dst`` channel between executors.
+
+Endpoints are ``driver`` (the driver timeline) and ``executor <id>``.
+
+* ``control`` and ``data`` edges count on their own channel, CP as is.
+* ``shuffle``: a reducer's ``shuffle_read`` (fetch wait) CP is split over
+  the source executors in proportion to the shuffle bytes each wrote in the
+  reading stage's parent stages (DESIGN §5). Spark reports no per-source
+  sizes, and the trace has no parent stage ids, so parents are
+  approximated: the stages that wrote shuffle output and whose last task
+  ended no later than the reading stage's first launch, in the same job;
+  if the job has none (a stage whose parents were skipped because an
+  earlier job computed them), such stages of any job. With no writer known
+  the source is null. The ``note`` column says this in every shuffle row.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sparktrail.pag.trace import validate_trace
+
+from ._table import executor_of, n_path_windows, whole_run
+
+__all__ = ["SHUFFLE_NOTE", "communication_summary", "shuffle_sources"]
+
+SHUFFLE_NOTE = (
+    "shuffle_read CP of the reducer split over source executors by the "
+    "shuffle bytes each wrote in the parent stages (Spark reports no "
+    "per-source sizes; parents = shuffle-writing stages that ended before "
+    "the reading stage started, same job first)"
+)
+_WINDOW = ["window_start_ns", "window_end_ns"]
+
+
+def _endpoint(worker: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(worker == "driver")
+        .then(pl.lit("driver"))
+        .otherwise(pl.lit("executor ") + executor_of(worker))
+    )
+
+
+def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
+    return (
+        trace.filter(pl.col("stage_id").is_not_null() & pl.col("task_id").is_not_null())
+        .group_by("stage_id")
+        .agg(
+            pl.col("job_id").drop_nulls().first(),
+            pl.col("start_ns").min().alias("first_ns"),
+            pl.col("end_ns").max().alias("last_ns"),
+        )
+    )
+
+
+def shuffle_sources(trace: pl.DataFrame, stages: list[int]) -> pl.DataFrame:
+    """Source weights of each reading stage: ``stage_id, src_executor, weight``.
+
+    ``weight`` is the source's share of the bytes its parent stages wrote
+    (see the module docstring); a stage with no known writer gets one row
+    with a null source and weight 1.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-2/0", "exec-2/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-2/0", "exec-2/0"],
+    ...     "start_ns": [0, 0, 10], "end_ns": [5, 5, 20],
+    ...     "activity": ["processing", "processing", "shuffle_read"],
+    ...     "job_id": [0, 0, 0], "stage_id": [0, 0, 1], "task_id": [0, 1, 2],
+    ...     "shuffle_write_bytes": [300, 100, None]})
+    >>> shuffle_sources(t, [1]).rows()
+    [(1, '1', 0.75), (1, '2', 0.25)]
+    """
+    trace = validate_trace(trace)
+    spans = _stage_spans(trace)
+    if "shuffle_write_bytes" in trace.columns:
+        written = (
+            trace.filter(pl.col("shuffle_write_bytes") > 0)
+            .with_columns(executor_of(pl.col("src_worker")).alias("src_executor"))
+            .group_by("stage_id", "src_executor")
+            .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
+        )
+    else:
+        written = pl.DataFrame(
+            schema={
+                "stage_id": pl.Int64,
+                "src_executor": pl.String,
+                "written": pl.Int64,
+            }
+        )
+    writers = spans.join(written.select("stage_id").unique(), on="stage_id")
+    frames = [_weights(stage, spans, writers, written) for stage in stages]
+    schema = {"stage_id": pl.Int64, "src_executor": pl.String, "weight": pl.Float64}
+    out = pl.concat([pl.DataFrame(schema=schema), *frames], how="vertical_relaxed")
+    return out.sort("stage_id", "src_executor", nulls_last=True)
+
+
+def _weights(
+    stage: int, spans: pl.DataFrame, writers: pl.DataFrame, written: pl.DataFrame
+) -> pl.DataFrame:
+    me = spans.filter(pl.col("stage_id") == stage)
+    none = pl.DataFrame({"stage_id": [stage], "src_executor": [None], "weight": [1.0]})
+    if me.is_empty():
+        return none
+    first, job = me["first_ns"][0], me["job_id"][0]
+    before = writers.filter(
+        (pl.col("last_ns") <= first) & (pl.col("stage_id") != stage)
+    )
+    same_job = before.filter(pl.col("job_id") == job)
+    parents = same_job if len(same_job) else before
+    bytes_by = (
+        written.join(parents.select("stage_id"), on="stage_id")
+        .group_by("src_executor")
+        .agg(pl.col("written").sum())
+    )
+    total = bytes_by["written"].sum()
+    if not total:
+        return none
+    return bytes_by.select(
+        pl.lit(stage, dtype=pl.Int64).alias("stage_id"),
+        "src_executor",
+        (pl.col("written") / total).alias("weight"),
+    )
+
+
+def communication_summary(
+    cp: pl.DataFrame, trace: pl.DataFrame, *, by_window: bool = False
+) -> pl.DataFrame:
+    """CP by executor-level channel: messages and attributed shuffle reads.
+
+    Parameters
+    ----------
+    cp
+        An enriched CP table (:func:`~sparktrail.summaries.enrich`).
+    trace
+        The trace it was computed from (for shuffle bytes written).
+    by_window
+        One row per (window, channel), with the window bounds.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``src, dst, src_executor_id, dst_executor_id, kind`` ("control",
+        "data", "shuffle") ``, cp_share, cp_ns, edges, note``, largest
+        share first. Shares are of the whole critical path, so they sum to
+        the CP of communication, not to 1.
+
+    Examples
+    --------
+    >>> from sparktrail.pag import critical_participation
+    >>> from sparktrail.summaries import enrich
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-1/0", "exec-2/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-2/0", "exec-2/0"],
+    ...     "start_ns": [0, 2, 3], "end_ns": [2, 3, 4],
+    ...     "activity": ["processing", "data", "processing"],
+    ...     "src_seq": [0, 1, 0], "dst_seq": [1, 0, 1]})
+    >>> c = communication_summary(enrich(critical_participation(t, 4), t), t)
+    >>> c.select("src", "dst", "kind", "cp_share").row(0)
+    ('executor 1', 'executor 2', 'data', 0.25)
+    """
+    messages = cp.filter(~pl.col("is_local")).select(
+        *_WINDOW,
+        _endpoint(pl.col("src_worker")).alias("src"),
+        pl.col("src_worker").alias("_src_worker"),
+        pl.col("activity").alias("kind"),
+        "worker",
+        "cp",
+        "cp_ns",
+    )
+    messages = messages.with_columns(
+        executor_of(pl.col("_src_worker")).alias("src_executor_id")
+    ).drop("_src_worker")
+    reads = cp.filter(pl.col("activity") == "shuffle_read")
+    stages = reads["stage_id"].drop_nulls().unique().to_list()
+    sources = shuffle_sources(trace, [int(s) for s in stages])
+    shuffled = (
+        reads.join(sources, on="stage_id", how="left")
+        .with_columns(pl.col("weight").fill_null(1.0))
+        .select(
+            *_WINDOW,
+            pl.when(pl.col("src_executor").is_null())
+            .then(pl.lit(None, dtype=pl.String))
+            .otherwise(pl.lit("executor ") + pl.col("src_executor"))
+            .alias("src"),
+            pl.lit("shuffle").alias("kind"),
+            "worker",
+            pl.col("cp") * pl.col("weight"),
+            pl.col("cp_ns") * pl.col("weight"),
+            pl.col("src_executor").alias("src_executor_id"),
+        )
+    )
+    rows = pl.concat([messages, shuffled], how="vertical_relaxed").with_columns(
+        _endpoint(pl.col("worker")).alias("dst"),
+        executor_of(pl.col("worker")).alias("dst_executor_id"),
+    )
+    keys = ["src", "dst", "src_executor_id", "dst_executor_id", "kind"]
+    per = rows.group_by(*_WINDOW, *keys).agg(
+        pl.col("cp").sum().alias("cp_share"),
+        pl.col("cp_ns").sum(),
+        pl.len().alias("edges"),
+    )
+    if not by_window:
+        per = whole_run(per, keys, ["cp_share"], n_path_windows(cp))
+    message = pl.lit("CP of ") + pl.col("kind") + pl.lit(" messages")
+    note = pl.when(pl.col("kind") == "shuffle").then(pl.lit(SHUFFLE_NOTE))
+    window = _WINDOW if by_window else []
+    return (
+        per.with_columns(note.otherwise(message).alias("note"))
+        .select(*window, *keys, "cp_share", "cp_ns", "edges", "note")
+        .sort(
+            [*window, "cp_share", "src", "dst"],
+            descending=[False] * len(window) + [True, False, False],
+            nulls_last=True,
+        )
+    )

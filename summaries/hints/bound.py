@@ -1,0 +1,216 @@
+"""``scheduling_bound``, ``shuffle_bound`` and ``driver_bound`` hints.
+
+Each fires when one activity group's whole-run CP share crosses its
+threshold, and names the stage (or driver interval) that carries most of it.
+
+* ``scheduling_bound``: scheduling + deserialization share >=
+  ``scheduling_min_share`` and the median task of the stage with the most
+  such CP is shorter than ``target_task_ms``. Suggested partitions:
+  ``max(slots, ceil(tasks x median ms / target_task_ms))``; no hint when
+  that is not fewer than today's.
+* ``shuffle_bound``: shuffle_read share >= ``shuffle_min_share``; names the
+  reading stage with most fetch-wait CP, the top shuffle channels, and,
+  when two or more stages of its job wrote shuffle output (a join), a
+  broadcast threshold above the smaller side's bytes.
+* ``driver_bound``: ``driver`` share >= ``driver_min_share``; lists the
+  driver intervals (no job running) with most CP, with the jobs around them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from ._common import Context, Hint, fmt_s, severity
+
+__all__ = ["driver_bound", "scheduling_bound", "shuffle_bound"]
+
+MB = 1 << 20
+#: Broadcast threshold headroom over the smaller side's shuffle bytes.
+BROADCAST_HEADROOM = 1.25
+TOP = 3
+
+
+def _top_stage(ctx: Context, *activities: str) -> int | None:
+    rows = (
+        ctx.cp.filter(
+            pl.col("activity").is_in(activities) & pl.col("stage_id").is_not_null()
+        )
+        .group_by("stage_id")
+        .agg(pl.col("cp").sum())
+        .filter(pl.col("cp") > 0)
+        .sort(["cp", "stage_id"], descending=[True, False])
+    )
+    return None if rows.is_empty() else int(rows["stage_id"][0])
+
+
+def _site(ctx: Context, stage_id: int) -> str:
+    row = ctx.operator.filter(pl.col("stage_id") == stage_id)
+    if row.is_empty():
+        return f"stage {stage_id}"
+    site = row["call_site"][0] or row["name"][0]
+    return f"stage {stage_id} ({site})" if site else f"stage {stage_id}"
+
+
+def scheduling_bound(ctx: Context) -> list[Hint]:
+    """Many short tasks: scheduling and deserialization dominate the path."""
+    opts = ctx.options
+    share = ctx.activity_share("scheduling", "deserialization")
+    if share < opts.scheduling_min_share:
+        return []
+    stage = _top_stage(ctx, "scheduling", "deserialization")
+    if stage is None:
+        return []
+    tasks = ctx.tasks().filter(pl.col("stage_id") == stage)
+    median_ns = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
+    if not len(tasks) or median_ns / 1e6 >= opts.target_task_ms:
+        return []
+    now, slots = len(tasks), ctx.total_slots()
+    suggested = max(slots, math.ceil(now * median_ns / 1e6 / opts.target_task_ms))
+    if suggested >= now:
+        return []
+    evidence = {
+        "scheduling_share": share,
+        "tasks": now,
+        "median_task_ns": median_ns,
+        "target_task_ns": opts.target_task_ms * 1e6,
+        "slots": slots,
+        "suggested_partitions": suggested,
+    }
+    action = (
+        f"scheduling and task deserialization are {share:.0%} of the critical "
+        f"path and the median task of {_site(ctx, stage)} runs "
+        f"{median_ns / 1e6:.3g} ms (aim for >= {opts.target_task_ms:g} ms): use "
+        f"fewer, larger partitions: spark.sql.shuffle.partitions={suggested} "
+        f"(now {now} tasks) or coalesce({suggested}) before it, and "
+        "spark.sql.adaptive.coalescePartitions.enabled=true"
+    )
+    sev = severity(share, opts.scheduling_min_share)
+    return [Hint("scheduling_bound", sev, share, evidence, action, stage_id=stage)]
+
+
+def _broadcast(ctx: Context, stage: int) -> tuple[int, int] | None:
+    """``(stage, bytes)`` of the smaller shuffle side of ``stage``'s job."""
+    ops = ctx.operator
+    job = ops.filter(pl.col("stage_id") == stage)["job_id"]
+    if job.is_empty() or job[0] is None:
+        return None
+    sides = ops.filter(
+        (pl.col("job_id") == job[0])
+        & (pl.col("stage_id") != stage)
+        & (pl.col("shuffle_write_bytes") > 0)
+    ).sort("shuffle_write_bytes", "stage_id")
+    if len(sides) < 2:
+        return None
+    return int(sides["stage_id"][0]), int(sides["shuffle_write_bytes"][0])
+
+
+def shuffle_bound(ctx: Context) -> list[Hint]:
+    """Shuffle fetch waits dominate: broadcast, or co-locate top channels."""
+    opts = ctx.options
+    share = ctx.activity_share("shuffle_read")
+    if share < opts.shuffle_min_share:
+        return []
+    stage = _top_stage(ctx, "shuffle_read")
+    channels = ctx.communication.filter(pl.col("kind") == "shuffle").head(TOP)
+    top = [
+        {"src": r["src"], "dst": r["dst"], "cp_share": r["cp_share"]}
+        for r in channels.iter_rows(named=True)
+    ]
+    evidence: dict[str, Any] = {"shuffle_read_share": share, "top_channels": top}
+    where = _site(ctx, stage) if stage is not None else "the reducers"
+    action = (
+        f"fetching shuffle blocks is {share:.0%} of the critical path, most in {where}"
+    )
+    side = _broadcast(ctx, stage) if stage is not None else None
+    if side is not None:
+        limit = math.ceil(side[1] * BROADCAST_HEADROOM / MB)
+        evidence |= {"small_side_stage_id": side[0], "small_side_bytes": side[1]}
+        action += (
+            f": broadcast the smaller side (written by stage {side[0]}, "
+            f"{side[1] / MB:.3g} MB): broadcast(df) or "
+            f"spark.sql.autoBroadcastJoinThreshold={limit}m"
+        )
+    else:
+        action += ": if it is a join, broadcast the smaller side (broadcast(df))"
+    if top:
+        named = ", ".join(f"{c['src']} -> {c['dst']} {c['cp_share']:.0%}" for c in top)
+        action += (
+            f"; top channels {named}: co-locate them with fewer, larger "
+            "executors (raise spark.executor.cores) so more blocks are local"
+        )
+    sev = severity(share, opts.shuffle_min_share)
+    return [Hint("shuffle_bound", sev, share, evidence, action, stage_id=stage)]
+
+
+def _jobs(trace: pl.DataFrame) -> pl.DataFrame:
+    return (
+        trace.filter(pl.col("job_id").is_not_null())
+        .group_by("job_id")
+        .agg(
+            pl.col("start_ns").min().alias("start"), pl.col("end_ns").max().alias("end")
+        )
+    )
+
+
+def _intervals(ctx: Context) -> list[dict[str, Any]]:
+    rows = (
+        ctx.cp.filter((pl.col("activity") == "driver") & (pl.col("cp") > 0))
+        .group_by("edge_index")
+        .agg((pl.col("cp").sum() / ctx.n_windows).alias("cp_share"))
+        .sort(["cp_share", "edge_index"], descending=[True, False])
+        .head(TOP)
+    )
+    jobs = _jobs(ctx.trace)
+    out = []
+    for r in rows.iter_rows(named=True):
+        row = ctx.trace.row(r["edge_index"], named=True)
+        start, end = row["start_ns"], row["end_ns"]
+        before = jobs.filter(pl.col("end") <= start).sort("end")["job_id"]
+        after = jobs.filter(pl.col("start") >= end).sort("start")["job_id"]
+        out.append(
+            {
+                "start_ns": start,
+                "end_ns": end,
+                "duration_ns": end - start,
+                "cp_share": r["cp_share"],
+                "after_job": None if before.is_empty() else int(before[-1]),
+                "before_job": None if after.is_empty() else int(after[0]),
+            }
+        )
+    return out
+
+
+def _describe(interval: dict[str, Any]) -> str:
+    after, before = interval["after_job"], interval["before_job"]
+    if after is None and before is None:
+        where = "with no job at all"
+    elif after is None:
+        where = f"before job {before} (from the start)"
+    elif before is None:
+        where = f"after job {after} (to the end)"
+    else:
+        where = f"between job {after} and job {before}"
+    return f"{fmt_s(interval['duration_ns'])} {where}"
+
+
+def driver_bound(ctx: Context) -> list[Hint]:
+    """The driver's own code (no job running) dominates the path."""
+    opts = ctx.options
+    share = ctx.activity_share("driver")
+    if share < opts.driver_min_share:
+        return []
+    intervals = _intervals(ctx)
+    evidence = {"driver_share": share, "intervals": intervals}
+    spans = "; ".join(_describe(i) for i in intervals)
+    action = (
+        f"the driver ran its own code with no Spark job running for {share:.0%} "
+        f"of the critical path ({spans}): move that work into Spark jobs "
+        "(no collect()/toPandas() of large results or driver-side loops), "
+        "reuse cached DataFrames instead of re-planning, check planning time "
+        "of large plans with explain(), and overlap independent actions"
+    )
+    sev = severity(share, opts.driver_min_share)
+    return [Hint("driver_bound", sev, share, evidence, action)]

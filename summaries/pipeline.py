@@ -1,0 +1,115 @@
+"""``summarize``: every summary and hint of a trace in one call."""
+
+from __future__ import annotations
+
+import os
+
+import polars as pl
+
+from sparktrail.pag import critical_participation
+from sparktrail.pag.trace import read_trace, validate_trace
+
+from ._table import enrich, n_path_windows, path_windows
+from .activity import activity_summary
+from .communication import communication_summary
+from .hints import Context, rebalancing_hints
+from .model import HintOptions, Summaries
+from .operator import operator_summary
+from .straggler import executor_summary, straggler_summary
+
+__all__ = ["summarize", "window_stats"]
+
+
+def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per-window stats of an enriched CP table.
+
+    ``window_start_ns, window_end_ns, edges, cp_total, has_paths,
+    active_workers, active_executors``: a worker is active in a window when
+    it has a non-waiting edge of positive length charged to it there (see
+    :mod:`~sparktrail.summaries.straggler`).
+    """
+    busy = cp.filter((pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0))
+    active = busy.group_by("window_start_ns").agg(
+        pl.col("worker").n_unique().alias("active_workers"),
+        pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
+    )
+    return (
+        path_windows(cp)
+        .join(active, on="window_start_ns", how="left")
+        .with_columns(pl.col("active_workers", "active_executors").fill_null(0))
+        .sort("window_start_ns")
+    )
+
+
+def summarize(
+    trace: pl.DataFrame | str | os.PathLike[str],
+    window_ns: int,
+    origin_ns: int | None = None,
+    options: HintOptions | None = None,
+) -> Summaries:
+    """Compute every summary and rebalancing hint of a trace.
+
+    Parameters
+    ----------
+    trace
+        A trace frame, or a path to a trace file or directory.
+    window_ns
+        Window length in nanoseconds (> 0).
+    origin_ns
+        Start of window 0 (default: the first ``start_ns`` floored to a
+        multiple of ``window_ns``).
+    options
+        Hint thresholds (default :class:`HintOptions`).
+
+    Returns
+    -------
+    Summaries
+        Whole-run summaries (per-window CP summed over the windows with
+        paths, divided by their number, so shares sum to 1), activity per
+        window, window stats and hints.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-1/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-1/0"], "start_ns": [0, 6],
+    ...     "end_ns": [6, 8], "activity": ["processing", "gc"]})
+    >>> s = summarize(t, 4)
+    >>> s.activity.select("activity", "cp_share").rows()
+    [('processing', 0.75), ('gc', 0.25)]
+    >>> s.windows["has_paths"].to_list()
+    [True, True]
+    """
+    frame = (
+        validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
+    )
+    cp = enrich(critical_participation(frame, window_ns, origin_ns), frame)
+    if origin_ns is None:
+        first = cp["window_start_ns"].min() if len(cp) else 0
+        origin_ns = int(first)  # type: ignore[arg-type]
+    n = n_path_windows(cp)
+    activity = activity_summary(cp)
+    executor = executor_summary(cp)
+    operator = operator_summary(cp, frame)
+    communication = communication_summary(cp, frame)
+    context = Context(
+        cp,
+        frame,
+        activity,
+        executor,
+        operator,
+        communication,
+        n,
+        options or HintOptions(),
+    )
+    return Summaries(
+        activity=activity,
+        activity_by_window=activity_summary(cp, by_window=True),
+        straggler=straggler_summary(cp),
+        executor=executor,
+        operator=operator,
+        communication=communication,
+        hints=rebalancing_hints(context),
+        windows=window_stats(cp),
+        window_ns=window_ns,
+        origin_ns=origin_ns,
+    )

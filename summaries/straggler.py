@@ -1,0 +1,154 @@
+"""Straggler summary: CP by worker and by executor, against a fair share.
+
+An edge is charged to a worker: a local activity to its own timeline, a
+message to its receiver. A worker is *active* in a window when it has an
+edge charged to it there that is not ``waiting`` and has positive length.
+
+* A worker's fair share in a window is ``1 / n`` when it is active among
+  ``n`` active workers (the driver timeline counts as one), else 0; its
+  whole-run fair share is the mean over the windows with paths. Fair
+  shares, like CP shares, sum to 1 over the workers.
+* An executor's CP and fair share are those of its slots summed; the
+  driver timeline is a row of its own (``role`` "driver", executor null).
+
+``ratio = cp_share / fair_share``: 1 is balanced, 2 means the worker holds
+the run back twice as much as its share (DESIGN §6 straggler trigger).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ._table import n_path_windows, whole_run
+
+__all__ = ["executor_summary", "straggler_summary"]
+
+_WINDOW = ["window_start_ns", "window_end_ns"]
+
+
+def _per_window(cp: pl.DataFrame) -> pl.DataFrame:
+    busy = (pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0)
+    rows = cp.with_columns(
+        (pl.col("cp").sum().over("window_start_ns") > 0).alias("_paths")
+    )
+    per = rows.group_by(*_WINDOW, "worker").agg(
+        pl.col("executor").first(),
+        pl.col("cp").sum().alias("cp_share"),
+        pl.col("cp_ns").sum(),
+        pl.col("weight_ns").filter(busy & pl.col("is_local")).sum().alias("busy_ns"),
+        (busy.any() & pl.col("_paths").first()).alias("active"),
+    )
+    n_active = pl.col("active").sum().over("window_start_ns")
+    return per.with_columns(
+        pl.when(pl.col("active"))
+        .then(1.0 / n_active)
+        .otherwise(0.0)
+        .alias("fair_share")
+    )
+
+
+def _finish(frame: pl.DataFrame, key: str) -> pl.DataFrame:
+    ratio = pl.when(pl.col("fair_share") > 0).then(
+        pl.col("cp_share") / pl.col("fair_share")
+    )
+    return frame.with_columns(ratio.alias("ratio")).sort(
+        ["cp_share", key], descending=[True, False], nulls_last=True
+    )
+
+
+def straggler_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFrame:
+    """CP by worker (timeline), with each worker's fair share.
+
+    Parameters
+    ----------
+    cp
+        An enriched CP table (:func:`~sparktrail.summaries.enrich`).
+    by_window
+        One row per (window, worker), with the window bounds.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``worker, executor, cp_share, cp_ns, busy_ns, fair_share,
+        windows_active, ratio``, largest share first.
+
+    Examples
+    --------
+    >>> from sparktrail.pag import critical_participation
+    >>> from sparktrail.summaries import enrich
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-1/1"],
+    ...     "dst_worker": ["exec-1/0", "exec-1/1"], "start_ns": [0, 0],
+    ...     "end_ns": [4, 1], "activity": ["processing", "processing"]})
+    >>> s = straggler_summary(enrich(critical_participation(t, 4), t))
+    >>> s.select("worker", "cp_share", "fair_share", "ratio").rows()
+    [('exec-1/0', 1.0, 0.5, 2.0), ('exec-1/1', 0.0, 0.5, 0.0)]
+    """
+    per = _per_window(cp)
+    if by_window:
+        return _finish(per.drop("active"), "worker").sort("window_start_ns")
+    per = per.with_columns(pl.col("active").cast(pl.Int64).alias("windows_active"))
+    run = whole_run(
+        per.drop("active", "executor"),
+        ["worker"],
+        ["cp_share", "fair_share"],
+        n_path_windows(cp),
+    )
+    names = per.group_by("worker").agg(pl.col("executor").first())
+    run = run.join(names, on="worker")
+    return _finish(
+        run.select(
+            "worker",
+            "executor",
+            "cp_share",
+            "cp_ns",
+            "busy_ns",
+            "fair_share",
+            "windows_active",
+        ),
+        "worker",
+    )
+
+
+def executor_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFrame:
+    """CP by executor (its slots summed), with its fair share.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``executor_id, role, slots, cp_share, cp_ns, busy_ns, fair_share,
+        ratio``; ``role`` is "driver" for the driver timeline (executor
+        null), else "executor".
+
+    Examples
+    --------
+    >>> from sparktrail.pag import critical_participation
+    >>> from sparktrail.summaries import enrich
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-2/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-2/0"], "start_ns": [0, 0],
+    ...     "end_ns": [4, 4], "activity": ["processing", "processing"]})
+    >>> e = executor_summary(enrich(critical_participation(t, 4), t))
+    >>> e.select("executor_id", "cp_share", "fair_share").rows()
+    [('1', 0.5, 0.5), ('2', 0.5, 0.5)]
+    """
+    per = _per_window(cp)
+    keys = ["executor_id", "role"]
+    role = pl.when(pl.col("worker") == "driver").then(pl.lit("driver"))
+    per = per.with_columns(
+        pl.col("executor").alias("executor_id"),
+        role.otherwise(pl.lit("executor")).alias("role"),
+    )
+    grouped = per.group_by(*_WINDOW, *keys).agg(
+        pl.col("worker").n_unique().alias("slots"),
+        pl.col("cp_share", "cp_ns", "busy_ns", "fair_share").sum(),
+    )
+    if by_window:
+        return _finish(grouped, "executor_id").sort("window_start_ns")
+    run = whole_run(
+        grouped.drop("slots"), keys, ["cp_share", "fair_share"], n_path_windows(cp)
+    )
+    slots = per.group_by(keys).agg(pl.col("worker").n_unique().alias("slots"))
+    run = run.join(slots, on=keys, nulls_equal=True)
+    return _finish(
+        run.select(*keys, "slots", "cp_share", "cp_ns", "busy_ns", "fair_share"),
+        "executor_id",
+    )

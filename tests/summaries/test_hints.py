@@ -1,0 +1,223 @@
+"""Each hint fires on a constructed trace, with its evidence, and not otherwise."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+import pytest
+from builders import MS, Trace, balanced, shuffle_join
+
+from sparktrail.summaries import HINT_SCHEMA, HintOptions, summarize
+
+#: On the balanced trace the stage already meets this target (100 ms).
+MET = HintOptions(target_stage_seconds=0.1)
+
+
+def hints(trace: pl.DataFrame, window_ms: float, options: HintOptions | None = None):
+    return summarize(trace, int(window_ms * MS), options=options).hints
+
+
+def only(frame: pl.DataFrame, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    rows = frame.filter(pl.col("kind") == kind)
+    assert len(rows) == 1, frame
+    row = rows.row(0, named=True)
+    return row, json.loads(row["evidence"])
+
+
+def test_balanced_trace_gives_no_hint():
+    # GIVEN two executors of two slots, each running one equal task
+    trace = balanced()
+    # WHEN hints are computed with a stage target it already meets
+    frame = hints(trace, 100, MET)
+    # THEN there is none, and the empty frame has the hint schema
+    assert frame.is_empty()
+    assert dict(frame.schema) == HINT_SCHEMA
+
+
+def test_balanced_trace_with_default_target_asks_only_for_parallelism():
+    # GIVEN the balanced trace: one stage is the whole critical path
+    # WHEN hints use the default target (its critical time to 15% of the run)
+    frame = hints(balanced(), 100)
+    # THEN the only hint is DS2's slot count
+    assert frame["kind"].to_list() == ["parallelism"]
+
+
+def straggling_executor() -> pl.DataFrame:
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 80), ("gc", 20)], records=100)
+    for e in (2, 3):
+        t.task(f"exec-{e}/0", 0, [("processing", 90)], records=100)
+    return t.frame()
+
+
+def test_straggler_executor_fires_with_gc_evidence():
+    # GIVEN exec 1 runs 100 ms (20 ms GC) while execs 2 and 3 run 90 ms
+    # WHEN hints are computed over one 100 ms window
+    frame = hints(straggling_executor(), 100, MET)
+    # THEN exec 1 has all CP against a fair share of 1/3
+    row, ev = only(frame, "straggler_executor")
+    assert row["executor_id"] == "1"
+    assert ev["ratio"] == pytest.approx(3.0)
+    assert ev["fair_share"] == pytest.approx(1 / 3, abs=1e-6)
+    assert ev["gc_share"] == pytest.approx(0.2)
+    assert row["severity"] == "medium"  # 3 / 2 = 1.5x the threshold
+    assert "spark.speculation=true" in row["action"]
+    assert "spark.executor.memory" in row["action"]
+
+
+def test_straggler_executor_needs_two_executors():
+    # GIVEN the same imbalance among the slots of one executor
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 100)])
+    t.task("exec-1/1", 0, [("processing", 90)])
+    # WHEN hints are computed  THEN none is about executors
+    assert "straggler_executor" not in hints(t.frame(), 100, MET)["kind"].to_list()
+
+
+def skewed_stage(long_records: int) -> pl.DataFrame:
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 100)], records=long_records, nbytes=None)
+    for s in (1, 2, 3):
+        t.task(f"exec-1/{s}", 0, [("processing", 10)], records=100, nbytes=None)
+    return t.frame()
+
+
+def test_straggler_task_on_time_skew():
+    # GIVEN a stage of 4 tasks, one taking 10x the median on equal records
+    # WHEN hints are computed
+    frame = hints(skewed_stage(100), 100)
+    # THEN it is a straggler task, not a hotspot, with speculation values
+    row, ev = only(frame, "straggler_task")
+    assert "hotspot" not in frame["kind"].to_list()
+    assert (row["stage_id"], row["partition"], row["executor_id"]) == (0, 0, "1")
+    assert ev["duration_ratio"] == pytest.approx(10.0)
+    assert ev["median_ns"] == 10 * MS
+    assert ev["predicted_task_ns"] == pytest.approx(40 * MS)  # (3 + 1) x median
+    assert row["severity"] == "high"
+    assert "spark.speculation.quantile=0.75" in row["action"]
+    assert "spark.speculation.multiplier=3" in row["action"]
+    assert "App.scala:10" in row["action"]
+
+
+def test_hotspot_on_data_skew_predicts_the_split():
+    # GIVEN the long task also holds 10x the median records
+    # WHEN hints are computed
+    frame = hints(skewed_stage(1000), 100)
+    # THEN it is a hotspot; splitting it halves the stage (50 ms > 10 ms)
+    row, ev = only(frame, "hotspot")
+    assert "straggler_task" not in frame["kind"].to_list()
+    assert row["partition"] == 0
+    assert ev["skew_ratio"] == pytest.approx(10.0)
+    assert ev["stage_time_ns"] == 100 * MS
+    assert ev["predicted_stage_time_ns"] == pytest.approx(50 * MS)
+    assert "skewedPartitionFactor=5" in row["action"]
+    assert "0.1 s -> 0.05 s" in row["action"]
+
+
+def test_parallelism_uses_true_rate_per_slot():
+    # GIVEN two 100 ms tasks of 1000 records, 40 ms of each spent waiting for
+    # the scheduler (useful time 60 ms: true rate 1000 / 0.06 s per slot)
+    t = Trace()
+    for s in (0, 1):
+        t.task(f"exec-1/{s}", 0, [("scheduling", 40), ("processing", 60)], records=1000)
+    # WHEN the target stage time is 30 ms
+    frame = hints(t.frame(), 100, HintOptions(target_stage_seconds=0.03))
+    # THEN pi = ceil((2000 / 0.03) / (2000 / 0.12)) = 4 slots and partitions
+    row, ev = only(frame, "parallelism")
+    assert row["stage_id"] == 0
+    assert ev["true_rate_per_slot"] == pytest.approx(1000 / 0.06)
+    assert ev["observed_rate"] == pytest.approx(2000 / 0.1)
+    assert (ev["pi"], ev["partitions"], ev["slots_now"]) == (4, 4, 2)
+    assert "spark.sql.shuffle.partitions=4" in row["action"]
+
+
+def test_parallelism_silent_when_slots_suffice():
+    # GIVEN the same stage and a target it can meet on its 2 slots
+    t = Trace()
+    for s in (0, 1):
+        t.task(f"exec-1/{s}", 0, [("processing", 100)], records=1000)
+    # WHEN hints are computed  THEN no parallelism hint
+    frame = hints(t.frame(), 100, HintOptions(target_stage_seconds=0.1))
+    assert "parallelism" not in frame["kind"].to_list()
+
+
+def test_scheduling_bound_suggests_fewer_partitions():
+    # GIVEN 10 tasks of 10 ms (6 ms scheduling, 2 ms deserialization) on 2 slots
+    t = Trace()
+    for i in range(5):
+        for s in (0, 1):
+            t.task(
+                f"exec-1/{s}",
+                10 * i,
+                [("scheduling", 6), ("deserialization", 2), ("processing", 2)],
+            )
+    # WHEN hints are computed
+    frame = hints(t.frame(), 50, MET)
+    # THEN 80% of the path is overhead; 10 x 10 ms / 100 ms -> 2 partitions
+    row, ev = only(frame, "scheduling_bound")
+    assert ev["scheduling_share"] == pytest.approx(0.8)
+    assert ev["median_task_ns"] == 10 * MS
+    assert ev["suggested_partitions"] == 2
+    assert "spark.sql.shuffle.partitions=2" in row["action"]
+    assert row["severity"] == "high"
+
+
+def test_shuffle_bound_names_channels_and_broadcast_side():
+    # GIVEN a join whose reducer waits 30% of the path for shuffle blocks
+    frame = hints(shuffle_join(), 10, MET)
+    # WHEN/THEN a shuffle hint names stage 2, its top channel and small side
+    row, ev = only(frame, "shuffle_bound")
+    assert row["stage_id"] == 2
+    assert ev["shuffle_read_share"] == pytest.approx(0.3)
+    assert ev["top_channels"][0]["src"] == "executor 1"
+    assert ev["top_channels"][0]["cp_share"] == pytest.approx(0.225)
+    assert (ev["small_side_stage_id"], ev["small_side_bytes"]) == (1, 100)
+    assert "spark.sql.autoBroadcastJoinThreshold=1m" in row["action"]
+
+
+def test_driver_bound_says_what_the_driver_did_and_where():
+    # GIVEN the driver runs its own code 80 ms before job 0 (a 20 ms stage)
+    t = Trace()
+    t.local("driver", 0, 80, "driver")
+    t.message("driver", "exec-1/0", 80)
+    t.task("exec-1/0", 80, [("processing", 20)], job=0)
+    # WHEN hints are computed
+    frame = hints(t.frame(), 100, MET)
+    # THEN the hint gives the share and the interval before job 0
+    row, ev = only(frame, "driver_bound")
+    assert ev["driver_share"] == pytest.approx(0.8)
+    interval = ev["intervals"][0]
+    assert (interval["before_job"], interval["after_job"]) == (0, None)
+    assert interval["duration_ns"] == 80 * MS
+    assert "before job 0" in row["action"]
+
+
+def test_idle_capacity_suggests_dynamic_allocation_bounds():
+    # GIVEN 2 executors x 2 slots; one slot busy all run, the rest 10 ms
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 100)])
+    for w in ("exec-1/1", "exec-2/0", "exec-2/1"):
+        t.task(w, 0, [("processing", 10)])
+        t.local(w, 10, 100, "waiting")
+    # WHEN hints are computed
+    frame = hints(t.frame(), 100, MET)
+    # THEN 130 of 400 slot-ms were busy: idle 67.5%, peak 4, mean 1.3 slots
+    row, ev = only(frame, "idle_capacity")
+    assert ev["idle_share"] == pytest.approx(0.675)
+    assert (ev["peak_busy_slots"], ev["mean_busy_slots"]) == (4, pytest.approx(1.3))
+    assert "spark.dynamicAllocation.maxExecutors=2" in row["action"]
+    assert "spark.dynamicAllocation.minExecutors=0" in row["action"]
+
+
+def test_hints_round_trip_through_parquet_and_json(tmp_path):
+    # GIVEN hints with nested evidence
+    frame = hints(shuffle_join(), 10, MET)
+    # WHEN written and read back
+    frame.write_parquet(tmp_path / "h.parquet")
+    back = pl.read_parquet(tmp_path / "h.parquet")
+    # THEN nothing is lost and evidence parses as JSON objects
+    assert back.equals(frame)
+    assert all(isinstance(json.loads(e), dict) for e in back["evidence"])
+    assert pl.read_json(frame.write_json().encode()).equals(frame)

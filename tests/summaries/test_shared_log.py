@@ -1,0 +1,58 @@
+"""Summaries of the real shared Spark 2.3 event log stay consistent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sparktrail import read_trace, summarize
+
+LOG = Path("/work/shared/eventlogs/local-1532512550423")
+SECOND = 1_000_000_000
+
+pytestmark = pytest.mark.skipif(not LOG.exists(), reason="shared log not present")
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    out = tmp_path_factory.mktemp("shared")
+    subprocess.run(
+        [sys.executable, "-m", "sparktrail", "import", str(LOG), "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return read_trace(out)
+
+
+@pytest.mark.parametrize("window_ns", [SECOND, 20 * SECOND])
+def test_shares_sum_to_one(trace, window_ns):
+    # GIVEN the imported log  WHEN summarized
+    s = summarize(trace, window_ns)
+    # THEN activity shares sum to 1 per window with paths and over the run,
+    # as do straggler, executor, operator shares and fair shares
+    per = s.activity_by_window.group_by("window_start_ns").agg(pl.col("cp_share").sum())
+    assert per["cp_share"].to_list() == pytest.approx([1.0] * len(per))
+    assert len(per) == s.windows["has_paths"].sum()
+    for frame in (s.activity, s.straggler, s.executor, s.operator):
+        assert frame["cp_share"].sum() == pytest.approx(1.0)
+    assert s.straggler["fair_share"].sum() == pytest.approx(1.0)
+
+
+def test_operators_name_their_stages_and_hints_explain_the_driver(trace):
+    # GIVEN the imported log (two collect jobs after 12 s of driver code)
+    s = summarize(trace, SECOND)
+    # THEN stage rows carry Spark's stage names and call sites
+    stages = s.operator.filter(pl.col("stage_id").is_not_null())
+    assert stages["name"].to_list() == ["collect at <console>:25"] * 2
+    assert stages["call_site"].to_list() == ["<console>:25"] * 2
+    # AND the driver dominates: the hint points before job 0
+    kinds = s.hints["kind"].to_list()
+    assert kinds[0] == "driver_bound"
+    evidence = json.loads(s.hints["evidence"][0])
+    assert evidence["driver_share"] > 0.9
+    assert evidence["intervals"][0]["before_job"] == 0
