@@ -27,8 +27,9 @@ class HintOptions:
     #: straggler_executor: CP >= factor x fair share, and >= min share.
     straggler_factor: float = 2.0
     straggler_min_share: float = 0.10
-    #: A task "has high CP" when its share of the run is at least this.
-    task_min_share: float = 0.05
+    #: A task "has high CP" when its share of the critical path in the
+    #: windows it ran in is at least this.
+    task_min_share: float = 0.25
     #: Stages with fewer tasks have no meaningful median.
     min_stage_tasks: int = 3
     #: straggler_task: duration >= factor x stage median (records are not).

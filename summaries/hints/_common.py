@@ -135,16 +135,34 @@ class Context:
         return float(rows["cp_share"].sum())
 
     def tasks(self) -> pl.DataFrame:
-        """Task facts with each task's whole-run ``cp_share``."""
+        """Task facts with each task's CP shares.
+
+        ``cp_share`` is the task's share of the whole run's critical path;
+        ``running_cp_share`` its share in the windows it ran in, which is what
+        "a task with high CP" means: a 2 s straggler is most of the critical
+        path while it runs, however long the application was idle before.
+        """
+        task_rows = self.cp.filter(pl.col("task_id").is_not_null())
+        with_paths = (
+            self.cp.group_by("window_start_ns")
+            .agg((pl.col("cp").sum() > 0).alias("has_paths"))
+            .filter("has_paths")
+            .select("window_start_ns")
+        )
         shares = (
-            self.cp.filter(pl.col("task_id").is_not_null())
+            task_rows.join(with_paths, on="window_start_ns", how="semi")
             .group_by("task_id")
-            .agg((pl.col("cp").sum() / self.n_windows).alias("cp_share"))
+            .agg(
+                (pl.col("cp").sum() / self.n_windows).alias("cp_share"),
+                (pl.col("cp").sum() / pl.col("window_start_ns").n_unique()).alias(
+                    "running_cp_share"
+                ),
+            )
         )
         return (
             task_facts(self.trace)
             .join(shares, on="task_id", how="left")
-            .with_columns(pl.col("cp_share").fill_null(0.0))
+            .with_columns(pl.col("cp_share", "running_cp_share").fill_null(0.0))
         )
 
     def slots_per_executor(self) -> int:

@@ -75,6 +75,7 @@ def _base_evidence(task: dict[str, Any]) -> dict[str, Any]:
         "median_bytes",
         "stage_tasks",
         "cp_share",
+        "running_cp_share",
     )
     return {k: task[k] for k in keys}
 
@@ -154,9 +155,8 @@ def task_hints(ctx: Context) -> list[Hint]:
     opts = ctx.options
     tasks = _with_stage_stats(ctx.tasks(), opts.min_stage_tasks)
     hints: list[Hint] = []
-    for task in tasks.filter(pl.col("cp_share") >= opts.task_min_share).iter_rows(
-        named=True
-    ):
+    critical = pl.col("running_cp_share") >= opts.task_min_share
+    for task in tasks.filter(critical).iter_rows(named=True):
         skew = [
             r
             for r in (
