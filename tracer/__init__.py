@@ -223,3 +223,9 @@ def _write_batch(
         target = Path(out_dir) / f"{name}-{len(written):06d}.arrow"
         written.append(write_trace(batch, target))
     return watermark
+
+
+# The live bridge (tracer/live.py) imports from this module, so it comes last.
+from .live import attach, detach, spark_conf  # noqa: E402
+
+__all__ += ["attach", "detach", "spark_conf"]

@@ -1,0 +1,584 @@
+"""Figure builders: pure functions from summary frames to plotly figures.
+
+Each builder takes the frames of :class:`~sparktrail.summaries.Summaries`
+(or the CP rows of one window) and returns a new
+:class:`plotly.graph_objects.Figure`; none reads files, keeps state or
+knows where the figure goes, so the batch report and the live Dash app
+share them. An empty frame gives :func:`empty_figure` with a message
+instead of an empty plot.
+
+Conventions
+-----------
+* Shares are fractions of the critical path (0..1), shown as percentages.
+* Times on the x axis are window starts as UTC datetimes (trace timestamps
+  are ns since the Unix epoch); inside one window, ms since its start.
+* Every activity type has one colour (:data:`ACTIVITY_COLOURS`) in every
+  figure; CP itself is drawn with :data:`CP_COLOURSCALE`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import plotly.graph_objects as go
+import polars as pl
+
+__all__ = [
+    "ACTIVITY_COLOURS",
+    "CP_COLOURSCALE",
+    "HINT_COLUMNS",
+    "activity_over_time",
+    "communication_heatmap",
+    "critical_gantt",
+    "empty_figure",
+    "hints_table",
+    "operator_bars",
+    "straggler_bars",
+]
+
+#: One colour per activity type (DESIGN §3), the same in every figure.
+ACTIVITY_COLOURS: dict[str, str] = {
+    "processing": "#1f77b4",
+    "gc": "#d62728",
+    "scheduling": "#ff7f0e",
+    "deserialization": "#bcbd22",
+    "serialization": "#17becf",
+    "shuffle_read": "#9467bd",
+    "shuffle_write": "#8c564b",
+    "result": "#e377c2",
+    "driver": "#2ca02c",
+    "waiting": "#c7c7c7",
+    "control": "#7f7f7f",
+    "data": "#393b79",
+}
+_OTHER_COLOUR = "#aec7e8"
+
+#: Colour scale of CP (0 = off the critical path).
+CP_COLOURSCALE = "YlOrRd"
+
+#: Hint columns shown by :func:`hints_table`: frame column -> heading.
+HINT_COLUMNS: dict[str, str] = {
+    "kind": "kind",
+    "severity": "severity",
+    "stage_id": "stage",
+    "executor_id": "executor",
+    "partition": "partition",
+    "evidence": "evidence",
+    "action": "action",
+}
+
+#: Label of the operator row that collects edges outside any stage.
+NO_STAGE = "(no stage: driver, idle)"
+
+
+def empty_figure(message: str) -> go.Figure:
+    """A figure with no data that shows ``message`` in its middle.
+
+    Parameters
+    ----------
+    message
+        What is missing, e.g. "no shuffle on the critical path".
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        No traces, hidden axes, one annotation.
+
+    Examples
+    --------
+    >>> fig = empty_figure("nothing to show")
+    >>> len(fig.data), fig.layout.annotations[0].text
+    (0, 'nothing to show')
+    """
+    fig = go.Figure()
+    fig.add_annotation(
+        text=message,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"size": 16, "color": "#555"},
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=240, plot_bgcolor="white")
+    return fig
+
+
+def activity_colour(activity: str) -> str:
+    """The colour of an activity type (a neutral one for unknown names).
+
+    >>> activity_colour("gc"), activity_colour("something-else")
+    ('#d62728', '#aec7e8')
+    """
+    return ACTIVITY_COLOURS.get(activity, _OTHER_COLOUR)
+
+
+def _datetimes(frame: pl.DataFrame, column: str) -> list[Any]:
+    return frame.select(pl.from_epoch(column, time_unit="ns")).to_series().to_list()
+
+
+def activity_over_time(activity_by_window: pl.DataFrame) -> go.Figure:
+    """Stacked bars of each activity's share of the critical path per window.
+
+    Parameters
+    ----------
+    activity_by_window
+        ``Summaries.activity_by_window``: ``window_start_ns, window_end_ns,
+        activity, cp_share, cp_ns`` (windows with paths only).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One bar trace per activity type, largest overall share first, each
+        bar as wide as its window; windows with no path leave a gap.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"window_start_ns": [0, 0, 10], "window_end_ns": [10, 10, 20],
+    ...     "activity": ["processing", "gc", "processing"],
+    ...     "cp_share": [0.75, 0.25, 1.0], "cp_ns": [7.5, 2.5, 10.0]})
+    >>> [t.name for t in activity_over_time(f).data]
+    ['processing', 'gc']
+    """
+    if activity_by_window.is_empty():
+        return empty_figure("no window has a critical path")
+    frame = activity_by_window.sort("window_start_ns")
+    order = (
+        frame.group_by("activity")
+        .agg(pl.col("cp_share").sum())
+        .sort(["cp_share", "activity"], descending=[True, False])["activity"]
+    )
+    fig = go.Figure()
+    for activity in order.to_list():
+        rows = frame.filter(pl.col("activity") == activity)
+        width_ms = (rows["window_end_ns"] - rows["window_start_ns"]) / 1e6
+        fig.add_bar(
+            x=_datetimes(rows, "window_start_ns"),
+            y=rows["cp_share"].to_list(),
+            width=width_ms.to_list(),
+            offset=0,
+            name=activity,
+            marker_color=activity_colour(activity),
+            customdata=(rows["cp_ns"] / 1e9).to_list(),
+            hovertemplate=(
+                f"{activity}<br>window %{{x}}<br>CP share %{{y:.1%}}"
+                "<br>critical time %{customdata:.3g} s<extra></extra>"
+            ),
+        )
+    fig.update_layout(
+        barmode="stack",
+        title="Critical path by activity over time",
+        xaxis_title="window start (UTC)",
+        yaxis_title="share of the critical path",
+        yaxis_tickformat=".0%",
+        bargap=0,
+        legend_title="activity",
+    )
+    return fig
+
+
+def straggler_bars(straggler: pl.DataFrame, top: int = 30) -> go.Figure:
+    """Each worker's share of the critical path next to its fair share.
+
+    Parameters
+    ----------
+    straggler
+        ``Summaries.straggler`` (or ``Summaries.executor``, whose
+        ``executor_id`` then names the bars): ``worker, cp_share,
+        fair_share, ratio``.
+    top
+        Show the ``top`` workers with the largest CP share.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Two bar traces, "CP share" and "fair share", largest CP first; a
+        worker whose CP bar is twice its fair share holds the run back.
+
+    Examples
+    --------
+    >>> s = pl.DataFrame({"worker": ["exec-1/0", "exec-1/1"], "cp_share": [1.0, 0.0],
+    ...     "fair_share": [0.5, 0.5], "ratio": [2.0, 0.0]})
+    >>> [t.name for t in straggler_bars(s).data]
+    ['CP share', 'fair share']
+    """
+    if straggler.is_empty():
+        return empty_figure("no worker is on the critical path")
+    key = "worker" if "worker" in straggler.columns else "executor_id"
+    rows = straggler.sort(["cp_share", key], descending=[True, False]).head(top)
+    labels = rows[key].fill_null("driver").to_list()
+    ratio = rows["ratio"].to_list() if "ratio" in rows.columns else [None] * len(rows)
+    fig = go.Figure()
+    fig.add_bar(
+        x=labels,
+        y=rows["cp_share"].to_list(),
+        name="CP share",
+        marker_color="#d62728",
+        customdata=ratio,
+        hovertemplate=(
+            "%{x}<br>CP share %{y:.1%}<br>CP / fair share %{customdata:.2f}"
+            "<extra></extra>"
+        ),
+    )
+    fig.add_bar(
+        x=labels,
+        y=rows["fair_share"].to_list(),
+        name="fair share",
+        marker_color="#c7c7c7",
+        hovertemplate="%{x}<br>fair share %{y:.1%}<extra></extra>",
+    )
+    fig.update_layout(
+        barmode="group",
+        title="Critical path per worker vs its fair share",
+        xaxis_title=key.replace("_", " "),
+        yaxis_title="share of the critical path",
+        yaxis_tickformat=".0%",
+    )
+    return fig
+
+
+def _operator_labels(operator: pl.DataFrame) -> list[str]:
+    return [NO_STAGE if op is None else str(op) for op in operator["operator"]]
+
+
+def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
+    """Horizontal bars of each operator's (Spark stage's) CP share.
+
+    Parameters
+    ----------
+    operator
+        ``Summaries.operator``: ``operator, cp_share, cp_ns`` and, when
+        present, ``call_site, tasks, median_task_ns``. The row with a null
+        operator (edges outside any stage) is labelled ``NO_STAGE``.
+    top
+        Show the ``top`` operators with the largest CP share.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One horizontal bar trace, largest share at the top.
+
+    Examples
+    --------
+    >>> o = pl.DataFrame({"operator": ["stage 0: count at A.scala:3", None],
+    ...     "cp_share": [0.8, 0.2], "cp_ns": [8e9, 2e9]})
+    >>> fig = operator_bars(o)
+    >>> len(fig.data), list(fig.data[0].y)
+    (1, ['(no stage: driver, idle)', 'stage 0: count at A.scala:3'])
+    """
+    if operator.is_empty():
+        return empty_figure("no operator is on the critical path")
+    rows = operator.sort("cp_share", descending=True).head(top).reverse()
+    extra = [c for c in ("call_site", "tasks", "median_task_ns") if c in rows.columns]
+    facts = rows.select(
+        (pl.col("cp_ns") / 1e9).alias("cp_s"),
+        *[pl.col(c).cast(pl.String).fill_null("–") for c in extra],
+    )
+    template = "%{y}<br>CP share %{x:.1%}<br>critical time %{customdata[0]:.3g} s"
+    for i, column in enumerate(extra, start=1):
+        template += f"<br>{column.replace('_', ' ')} %{{customdata[{i}]}}"
+    fig = go.Figure()
+    fig.add_bar(
+        x=rows["cp_share"].to_list(),
+        y=_operator_labels(rows),
+        orientation="h",
+        marker_color="#1f77b4",
+        customdata=facts.rows(),
+        hovertemplate=template + "<extra></extra>",
+        name="CP share",
+    )
+    fig.update_layout(
+        title="Critical path by operator (Spark stage)",
+        xaxis_title="share of the critical path",
+        yaxis_title="operator",
+        xaxis_tickformat=".0%",
+        height=max(320, 28 * len(rows) + 160),
+        margin={"l": 280},
+    )
+    return fig
+
+
+def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
+    """Heatmap of CP by channel: sender rows, receiver columns.
+
+    Parameters
+    ----------
+    communication
+        ``Summaries.communication``: ``src, dst, kind, cp_share``; the
+        kinds of one channel are summed (the hover names them). A null
+        ``src`` (shuffle read with no known writer) is shown as "unknown".
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap trace over the endpoints that appear, in the same order
+        on both axes; a cell with no channel is blank.
+
+    Examples
+    --------
+    >>> c = pl.DataFrame({"src": ["driver", "executor 1"],
+    ...     "dst": ["executor 1", "driver"], "kind": ["control", "control"],
+    ...     "cp_share": [0.1, 0.0]})
+    >>> fig = communication_heatmap(c)
+    >>> len(fig.data), list(fig.data[0].x), fig.data[0].z[0][1]
+    (1, ['driver', 'executor 1'], 0.1)
+    """
+    if communication.is_empty():
+        return empty_figure("no messages or shuffle reads in the trace")
+    rows = (
+        communication.with_columns(pl.col("src").fill_null("unknown"))
+        .group_by("src", "dst")
+        .agg(
+            pl.col("cp_share").sum(),
+            pl.col("kind").unique().sort().str.join(", ").alias("kinds"),
+        )
+    )
+    names = sorted(set(rows["src"].to_list()) | set(rows["dst"].to_list()))
+    index = {name: i for i, name in enumerate(names)}
+    z: list[list[float | None]] = [[None] * len(names) for _ in names]
+    text: list[list[str]] = [[""] * len(names) for _ in names]
+    for src, dst, share, kinds in rows.select(
+        "src", "dst", "cp_share", "kinds"
+    ).iter_rows():
+        z[index[src]][index[dst]] = share
+        text[index[src]][index[dst]] = kinds
+    fig = go.Figure(
+        go.Heatmap(
+            x=names,
+            y=names,
+            z=z,
+            text=text,
+            colorscale=CP_COLOURSCALE,
+            zmin=0,
+            colorbar={"title": "CP share", "tickformat": ".0%"},
+            hovertemplate=(
+                "%{y} → %{x}<br>%{text}<br>CP share %{z:.2%}<extra></extra>"
+            ),
+            hoverongaps=False,
+        )
+    )
+    fig.update_layout(
+        title="Critical path by channel (sender → receiver)",
+        xaxis_title="receiver (dst)",
+        yaxis_title="sender (src)",
+        yaxis_autorange="reversed",
+    )
+    return fig
+
+
+def _worker_order(workers: list[str]) -> list[str]:
+    # The driver on top, then slots in name order (plotly draws the first
+    # category at the bottom, hence the reversal).
+    ordered = sorted(set(workers), key=lambda w: (w != "driver", w))
+    return ordered[::-1]
+
+
+def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
+    """Timeline of one window: a row per worker, a bar per edge coloured by CP.
+
+    Parameters
+    ----------
+    cp_rows
+        Rows of :func:`~sparktrail.pag.critical_participation` for exactly
+        one window: ``window_start_ns, window_end_ns, src_worker,
+        dst_worker, start_ns, end_ns, activity, operator, stage_id,
+        task_id, cp``.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        A horizontal bar trace of the local activities (x in ms since the
+        window start, colour = CP, ``waiting`` drawn faint) and, when the
+        window has messages, a line trace from sender to receiver.
+
+    Raises
+    ------
+    ValueError
+        If ``cp_rows`` holds more than one window.
+
+    Examples
+    --------
+    >>> rows = pl.DataFrame({"window_start_ns": [0, 0], "window_end_ns": [10, 10],
+    ...     "src_worker": ["exec-1/0", "exec-1/1"],
+    ...     "dst_worker": ["exec-1/0", "exec-1/1"], "start_ns": [0, 0],
+    ...     "end_ns": [10, 4], "activity": ["processing", "processing"],
+    ...     "operator": [None, None], "stage_id": [0, 0], "task_id": [1, 2],
+    ...     "cp": [1.0, 0.0]})
+    >>> fig = critical_gantt(rows)
+    >>> len(fig.data), list(fig.data[0].marker.color)
+    (1, [1.0, 0.0])
+    """
+    if cp_rows.is_empty():
+        return empty_figure("no window to draw")
+    windows = cp_rows["window_start_ns"].unique()
+    if len(windows) != 1:
+        raise ValueError(
+            f"critical_gantt draws one window, got {len(windows)} "
+            f"(window starts {sorted(windows.to_list())[:3]}...)"
+        )
+    origin = int(windows[0])
+    local = cp_rows.filter(
+        (pl.col("src_worker") == pl.col("dst_worker"))
+        & (pl.col("end_ns") > pl.col("start_ns"))
+    )
+    messages = cp_rows.filter(pl.col("src_worker") != pl.col("dst_worker"))
+    fig = go.Figure()
+    if not local.is_empty():
+        fig.add_trace(_gantt_bars(local, origin))
+    if not messages.is_empty():
+        fig.add_trace(_gantt_messages(messages, origin))
+    workers = cp_rows["src_worker"].to_list() + cp_rows["dst_worker"].to_list()
+    order = _worker_order(workers)
+    end_ms = (int(cp_rows["window_end_ns"][0]) - origin) / 1e6
+    fig.update_layout(
+        title="Most critical window: edges coloured by critical participation",
+        xaxis_title="ms since window start",
+        yaxis_title="worker",
+        xaxis_range=[0, end_ms],
+        yaxis={"categoryorder": "array", "categoryarray": order},
+        height=max(320, 26 * len(order) + 160),
+        barmode="overlay",
+        showlegend=False,
+    )
+    return fig
+
+
+def _hover_facts(rows: pl.DataFrame) -> list[tuple[Any, ...]]:
+    return rows.select(
+        "activity",
+        pl.col("operator").cast(pl.String).fill_null("–"),
+        pl.col("stage_id").cast(pl.String).fill_null("–"),
+        pl.col("task_id").cast(pl.String).fill_null("–"),
+        "cp",
+    ).rows()
+
+
+def _gantt_bars(local: pl.DataFrame, origin: int) -> go.Bar:
+    cp = local["cp"].to_list()
+    waiting = (local["activity"] == "waiting").to_list()
+    return go.Bar(
+        y=local["src_worker"].to_list(),
+        base=((local["start_ns"] - origin) / 1e6).to_list(),
+        x=((local["end_ns"] - local["start_ns"]) / 1e6).to_list(),
+        orientation="h",
+        name="activities",
+        marker={
+            "color": cp,
+            "colorscale": CP_COLOURSCALE,
+            "cmin": 0.0,
+            "cmax": max(max(cp), 1e-12),
+            "colorbar": {"title": "CP"},
+            "opacity": [0.3 if w else 1.0 for w in waiting],
+            "line": {"width": 0.5, "color": "#555"},
+        },
+        customdata=_hover_facts(local),
+        hovertemplate=(
+            "%{y}<br>%{customdata[0]}<br>%{customdata[1]}"
+            "<br>stage %{customdata[2]}, task %{customdata[3]}"
+            "<br>%{base:.1f} ms + %{x:.1f} ms<br>CP %{customdata[4]:.3f}"
+            "<extra></extra>"
+        ),
+    )
+
+
+def _gantt_messages(messages: pl.DataFrame, origin: int) -> go.Scatter:
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    facts: list[tuple[Any, ...] | None] = []
+    for row, fact in zip(
+        messages.select("src_worker", "dst_worker", "start_ns", "end_ns").rows(),
+        _hover_facts(messages),
+        strict=True,
+    ):
+        src, dst, start, end = row
+        xs += [(start - origin) / 1e6, (end - origin) / 1e6, None]
+        ys += [src, dst, None]
+        facts += [fact, fact, None]
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="lines+markers",
+        name="messages",
+        line={"color": "#7f7f7f", "width": 1},
+        marker={"size": 4},
+        customdata=facts,
+        hovertemplate=(
+            "%{customdata[0]} message<br>stage %{customdata[2]}, "
+            "task %{customdata[3]}<br>CP %{customdata[4]:.3f}<extra></extra>"
+        ),
+    )
+
+
+def evidence_text(evidence: str | None) -> str:
+    """A hint's evidence JSON as ``key=value`` pairs on one line.
+
+    >>> evidence_text('{"share": 0.5, "tasks": [1, 2]}')
+    'share=0.5, tasks=[1, 2]'
+    >>> evidence_text(None)
+    ''
+    """
+    if not evidence:
+        return ""
+    try:
+        data = json.loads(evidence)
+    except ValueError:
+        return evidence
+    if not isinstance(data, dict):
+        return json.dumps(data)
+    return ", ".join(f"{k}={json.dumps(v)}" for k, v in data.items())
+
+
+def hints_table(hints: pl.DataFrame) -> go.Figure:
+    """The rebalancing hints as a table, most severe first.
+
+    Parameters
+    ----------
+    hints
+        ``Summaries.hints`` (columns of
+        :data:`~sparktrail.summaries.HINT_SCHEMA`).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One :class:`plotly.graph_objects.Table` with the columns of
+        :data:`HINT_COLUMNS`; nulls are blank, evidence is ``key=value``.
+
+    Examples
+    --------
+    >>> h = pl.DataFrame({"kind": ["driver_bound"], "severity": ["high"],
+    ...     "stage_id": [None], "executor_id": [None], "partition": [None],
+    ...     "evidence": ['{"driver_share": 0.9}'], "action": ["move work"]})
+    >>> fig = hints_table(h)
+    >>> list(fig.data[0].header.values)[:2], list(fig.data[0].cells.values[5])
+    (['kind', 'severity'], ['driver_share=0.9'])
+    """
+    if hints.is_empty():
+        return empty_figure("no rebalancing hint: no threshold was crossed")
+    columns: list[list[str]] = []
+    for column in HINT_COLUMNS:
+        values = hints[column].to_list() if column in hints.columns else []
+        if column == "evidence":
+            columns.append([evidence_text(v) for v in values])
+        else:
+            columns.append(["" if v is None else str(v) for v in values])
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[1.3, 0.8, 0.6, 0.8, 0.8, 3.5, 4.5],
+            header={
+                "values": list(HINT_COLUMNS.values()),
+                "fill_color": "#444",
+                "font": {"color": "white"},
+                "align": "left",
+            },
+            cells={"values": columns, "align": "left", "height": 24},
+        )
+    )
+    fig.update_layout(
+        title="Rebalancing hints",
+        height=min(900, 160 + 90 * len(hints)),
+        margin={"l": 10, "r": 10},
+    )
+    return fig

@@ -1,0 +1,367 @@
+"""The batch report: one self-contained HTML file and the summaries as Parquet.
+
+:func:`write_report` lays the figures of :mod:`~sparktrail.dashboard.figures`
+out in sections (ids in :data:`SECTIONS`) with plotly.js inlined once, so
+the file opens offline; the hints are also an HTML table, readable without
+JavaScript. :func:`write_summaries` writes every summary frame as
+``summaries/<name>.parquet``.
+
+The most critical window
+------------------------
+The Gantt chart shows one window, picked by :func:`most_critical_window`:
+the window with the most critical-path time in task activities (everything
+but ``driver``, ``waiting``, ``scheduling`` and messages, i.e. time the
+critical path spends inside tasks on executors), from
+``Summaries.activity_by_window``. When no window has any (a run whose
+critical path is all driver time), it is the window with paths that has
+the most edges, the busiest one. Ties go to the earliest window. This
+needs only the summaries, so it picks the same window for every engine;
+:func:`window_cp` then computes CP for that window alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import os
+from pathlib import Path
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import polars as pl
+
+from sparktrail.pag import critical_participation
+from sparktrail.summaries import SHUFFLE_NOTE, Summaries
+
+from . import figures
+
+__all__ = [
+    "SECTIONS",
+    "SUMMARY_FRAMES",
+    "TASK_ACTIVITIES",
+    "most_critical_window",
+    "window_cp",
+    "write_report",
+    "write_summaries",
+]
+
+#: Summaries frames written by :func:`write_summaries`, in this order.
+SUMMARY_FRAMES = (
+    "activity",
+    "activity_by_window",
+    "straggler",
+    "executor",
+    "operator",
+    "communication",
+    "hints",
+    "windows",
+)
+
+#: Section ids of the report, in page order: id -> heading.
+SECTIONS: dict[str, str] = {
+    "overview": "Overview",
+    "hints": "Rebalancing hints",
+    "activity": "Critical path by activity over time",
+    "straggler": "Stragglers: workers vs fair share",
+    "operator": "Operators (Spark stages)",
+    "communication": "Communication",
+    "gantt": "The most critical window",
+}
+
+#: Activities that happen inside a task on an executor slot.
+TASK_ACTIVITIES = (
+    "processing",
+    "gc",
+    "deserialization",
+    "serialization",
+    "shuffle_read",
+    "shuffle_write",
+    "result",
+)
+
+
+def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
+    """``(start_ns, end_ns)`` of the window the Gantt chart shows.
+
+    The window with the most critical time in :data:`TASK_ACTIVITIES`; if
+    none has any, the window with paths that has the most edges; ``None``
+    when no window has a path (see the module docstring).
+
+    Examples
+    --------
+    >>> from sparktrail.summaries import summarize
+    >>> t = pl.DataFrame({"src_worker": ["driver", "exec-1/0"],
+    ...     "dst_worker": ["driver", "exec-1/0"], "start_ns": [0, 10],
+    ...     "end_ns": [10, 20], "activity": ["driver", "processing"]})
+    >>> most_critical_window(summarize(t, 10))
+    (10, 20)
+    """
+    by_window = summaries.activity_by_window
+    task = (
+        by_window.filter(pl.col("activity").is_in(TASK_ACTIVITIES))
+        .group_by("window_start_ns", "window_end_ns")
+        .agg(pl.col("cp_ns").sum())
+        .filter(pl.col("cp_ns") > 0)
+        .sort(["cp_ns", "window_start_ns"], descending=[True, False])
+    )
+    if len(task):
+        return int(task["window_start_ns"][0]), int(task["window_end_ns"][0])
+    busy = summaries.windows.filter(pl.col("has_paths")).sort(
+        ["edges", "window_start_ns"], descending=[True, False]
+    )
+    if busy.is_empty():
+        return None
+    return int(busy["window_start_ns"][0]), int(busy["window_end_ns"][0])
+
+
+def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
+    """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
+
+    Only the rows that touch the window go into the computation, so this
+    costs one window, not the whole trace. Windows that have a path get
+    the same CP as in :func:`~sparktrail.pag.critical_participation` over
+    the whole trace (the trace's extent only moves the frontier of a
+    window with no path at its start or end).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "a"],
+    ...     "start_ns": [0, 10], "end_ns": [10, 20],
+    ...     "activity": ["processing", "gc"]})
+    >>> window_cp(t, 10, 20).select("activity", "cp").rows()
+    [('gc', 1.0)]
+    """
+    local = pl.col("src_worker") == pl.col("dst_worker")
+    rows = trace.with_row_index("_row").filter(
+        (pl.col("end_ns") >= start_ns)
+        & (pl.col("start_ns") <= end_ns)
+        & (local | (pl.col("end_ns") <= end_ns))
+    )
+    # Local activities past the window end would open the next window
+    # (and a warning that it has no path); the window clips them anyway.
+    rows = rows.with_columns(
+        pl.when(local)
+        .then(pl.min_horizontal("end_ns", pl.lit(end_ns)))
+        .otherwise(pl.col("end_ns"))
+        .alias("end_ns")
+    )
+    cp = critical_participation(rows.drop("_row"), end_ns - start_ns, start_ns)
+    cp = cp.filter(pl.col("window_start_ns") == start_ns)
+    # Give edge_index its meaning in the whole trace: the row number there.
+    return cp.with_columns(
+        rows["_row"].cast(pl.Int64).gather(cp["edge_index"]).alias("edge_index")
+    )
+
+
+def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Path:
+    """Write every frame of ``summaries`` to ``out_dir/summaries/<name>.parquet``.
+
+    Returns
+    -------
+    Path
+        The ``summaries`` directory.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sparktrail.summaries import summarize
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     folder = write_summaries(summarize(t, 4), d)
+    ...     sorted(p.stem for p in folder.iterdir())[:3]
+    ['activity', 'activity_by_window', 'communication']
+    """
+    folder = Path(out_dir) / "summaries"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in SUMMARY_FRAMES:
+        frame: pl.DataFrame = getattr(summaries, name)
+        frame.write_parquet(folder / f"{name}.parquet")
+    return folder
+
+
+def _utc(ns: int) -> str:
+    moment = dt.datetime.fromtimestamp(ns / 1e9, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _seconds(ns: float) -> str:
+    return f"{ns / 1e9:.3g} s" if ns >= 1e8 else f"{ns / 1e6:.3g} ms"
+
+
+def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) -> str:
+    windows = summaries.windows
+    rows = [("input", title), ("window size", _seconds(summaries.window_ns))]
+    if windows.is_empty():
+        rows.append(("windows", "0"))
+    else:
+        first = int(windows["window_start_ns"].min())  # type: ignore[arg-type]
+        last = int(windows["window_end_ns"].max())  # type: ignore[arg-type]
+        with_paths = int(windows["has_paths"].sum())
+        rows += [
+            ("windows", f"{len(windows)} ({with_paths} with a critical path)"),
+            ("time span", f"{_utc(first)} – {_utc(last)} ({_seconds(last - first)})"),
+        ]
+    if window is not None:
+        rows.append(("most critical window", f"{_utc(window[0])} (see the last chart)"))
+    top = summaries.activity.head(3).select("activity", "cp_share").rows()
+    rows.append(("top activities", ", ".join(f"{a} {s:.1%}" for a, s in top) or "–"))
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows
+    )
+    return f'<table class="facts">{cells}</table>'
+
+
+def _hints_html(hints: pl.DataFrame) -> str:
+    if hints.is_empty():
+        return "<p>No rebalancing hint: no rule's numbers crossed its threshold.</p>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in figures.HINT_COLUMNS.values())
+    body = []
+    for row in hints.iter_rows(named=True):
+        cells = []
+        for column in figures.HINT_COLUMNS:
+            value = row.get(column)
+            text = (
+                figures.evidence_text(value)
+                if column == "evidence"
+                else ("" if value is None else str(value))
+            )
+            tag = "code" if column == "evidence" else "span"
+            cells.append(f"<td><{tag}>{html.escape(text)}</{tag}></td>")
+        severity = html.escape(str(row.get("severity") or ""))
+        body.append(f'<tr class="severity-{severity}">{"".join(cells)}</tr>')
+    return (
+        f'<table class="hints"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _shuffle_note(communication: pl.DataFrame) -> str:
+    notes: list[str] = []
+    if "kind" in communication.columns:
+        shuffle = communication.filter(pl.col("kind") == "shuffle")
+        notes = shuffle["note"].drop_nulls().unique().sort().to_list()
+    if not notes:
+        return (
+            "<p class='note'>No shuffle read on the critical path in this run. "
+            f"When there is one: {html.escape(SHUFFLE_NOTE)}.</p>"
+        )
+    return "".join(f"<p class='note'>Shuffle: {html.escape(n)}.</p>" for n in notes)
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; }
+h1 { margin-bottom: 0.2em; }
+section { margin-top: 2.5em; }
+table.facts th { text-align: left; padding-right: 1.5em; color: #555; }
+table.hints { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+table.hints th, table.hints td { border: 1px solid #ddd; padding: 4px 6px;
+       vertical-align: top; text-align: left; }
+table.hints th { background: #444; color: white; }
+tr.severity-high td:nth-child(2) { color: #b00; font-weight: bold; }
+tr.severity-medium td:nth-child(2) { color: #c60; }
+code { font-size: 0.85em; word-break: break-word; }
+p.note { color: #555; font-size: 0.9em; }
+"""
+
+
+def _figures(
+    summaries: Summaries, cp_table: pl.DataFrame, window: tuple[int, int] | None
+) -> dict[str, go.Figure]:
+    if window is None:
+        gantt = figures.empty_figure("no window has a critical path")
+    else:
+        rows = cp_table.filter(pl.col("window_start_ns") == window[0])
+        gantt = figures.critical_gantt(rows)
+    return {
+        "activity": figures.activity_over_time(summaries.activity_by_window),
+        "straggler": figures.straggler_bars(summaries.straggler),
+        "operator": figures.operator_bars(summaries.operator),
+        "communication": figures.communication_heatmap(summaries.communication),
+        "gantt": gantt,
+    }
+
+
+def write_report(
+    summaries: Summaries,
+    cp_table: pl.DataFrame,
+    out_dir: str | os.PathLike[str],
+    title: str,
+) -> Path:
+    """Write ``out_dir/report.html``: every figure, the hints and an overview.
+
+    Parameters
+    ----------
+    summaries
+        The summaries of one trace.
+    cp_table
+        CP rows that include the window of :func:`most_critical_window`
+        (the whole CP table, or :func:`window_cp` of that window).
+    out_dir
+        Directory to write to (created if missing).
+    title
+        What was profiled, e.g. the input path; shown in the header.
+
+    Returns
+    -------
+    Path
+        The report written. It needs no network: plotly.js is inlined once.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sparktrail.summaries import summarize
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     page = write_report(summarize(t, 4), window_cp(t, 0, 4), d, "t")
+    ...     'id="gantt"' in page.read_text()
+    True
+    """
+    window = most_critical_window(summaries)
+    built = _figures(summaries, cp_table, window)
+    parts = [
+        f"<header><h1>sparktrail profile: {html.escape(title)}</h1></header>",
+        f'<section id="overview"><h2>{SECTIONS["overview"]}</h2>'
+        f"{_overview(summaries, title, window)}</section>",
+    ]
+    first = True
+    for section, heading in SECTIONS.items():
+        if section == "overview":
+            continue
+        if section == "hints":
+            # A plain table, readable without JavaScript (the dashboard uses
+            # figures.hints_table for the same rows).
+            parts.append(
+                f'<section id="hints"><h2>{html.escape(heading)}</h2>'
+                f"{_hints_html(summaries.hints)}</section>"
+            )
+            continue
+        extra = ""
+        if section == "communication":
+            extra = _shuffle_note(summaries.communication)
+        plot = pio.to_html(
+            built[section],
+            full_html=False,
+            include_plotlyjs=first,
+            div_id=f"{section}-figure",
+            default_height="480px",
+            config={"displaylogo": False},
+        )
+        first = False
+        parts.append(
+            f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
+            f"{extra}{plot}</section>"
+        )
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>sparktrail: {html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
+    target = Path(out_dir) / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(page, encoding="utf-8")
+    os.replace(temporary, target)
+    return target

@@ -1,0 +1,268 @@
+"""``sparktrail profile INPUT -o OUT_DIR``: a batch report of one run.
+
+INPUT is a trace (an ``*.arrow`` file, or a directory holding them) or a
+Spark event log (a file, or a rolling ``eventlog_v2_*`` directory). The
+command writes ``OUT_DIR/report.html`` and ``OUT_DIR/summaries/*.parquet``
+and prints a short summary; with ``--json`` it prints the hints as a JSON
+list on stdout and everything else on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import polars as pl
+
+from sparktrail.dashboard.report import (
+    most_critical_window,
+    window_cp,
+    write_report,
+    write_summaries,
+)
+from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
+from sparktrail.summaries import Summaries, summarize
+from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
+
+from ._units import parse_duration_ns
+
+__all__ = ["hints_json", "load_input", "register", "run", "summarize_with"]
+
+#: What INPUT may be, for error messages.
+EXPECTED = "expected a trace (*.arrow file or directory) or a Spark event log"
+#: The first bytes of an Arrow IPC file.
+ARROW_MAGIC = b"ARROW1"
+STEPS = 4
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``profile`` subcommand to ``subparsers``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "profile",
+        help="profile a trace or event log into an HTML report",
+        description=(
+            "Compute critical participation, summaries and rebalancing hints "
+            "of a trace or Spark event log; write OUT_DIR/report.html and "
+            "OUT_DIR/summaries/*.parquet."
+        ),
+    )
+    parser.add_argument(
+        "input", type=Path, help="trace (*.arrow file or directory) or event log"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="directory to write"
+    )
+    parser.add_argument(
+        "--window",
+        type=parse_duration_ns,
+        default="1s",
+        help="window length with a unit, e.g. 1s or 250ms (default: 1s)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("polars", "spark"),
+        default="polars",
+        help="run the summaries on polars (default) or on Spark",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the hints as JSON on stdout (the summary goes to stderr)",
+    )
+    parser.add_argument("--top", type=int, default=5, help="rows per summary table")
+    parser.set_defaults(run=run)
+
+
+def _is_arrow(path: Path) -> bool:
+    if path.suffix == TRACE_SUFFIX:
+        return True
+    with path.open("rb") as handle:
+        return handle.read(len(ARROW_MAGIC)) == ARROW_MAGIC
+
+
+def _import(path: Path) -> pl.DataFrame:
+    try:
+        with warnings.catch_warnings():
+            # a file that is not an event log warns once per line
+            warnings.simplefilter("ignore", EventLogWarning)
+            return import_eventlog(path, progress=False)
+    except EventLogError as err:
+        reason = str(err).removeprefix(f"{path}: ")
+        raise ValueError(
+            f"{path}: neither a trace (*.arrow) nor a Spark event log: {reason}"
+        ) from err
+    except UnicodeError as err:
+        raise ValueError(
+            f"{path}: neither a trace (*.arrow) nor a Spark event log: {err}"
+        ) from err
+
+
+def load_input(path: Path) -> tuple[pl.DataFrame, str]:
+    """Read ``path`` as a trace, or import it as an event log.
+
+    Returns
+    -------
+    tuple
+        The trace and what ``path`` was: ``"trace"`` or ``"event log"``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If it is empty, or neither a trace nor an event log (the message
+        names the path and what was expected).
+    """
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory; {EXPECTED}")
+    if path.is_dir():
+        if not any(path.iterdir()):
+            raise ValueError(f"{path}: empty directory; {EXPECTED}")
+        if trace_files(path):
+            return read_trace(path), "trace"
+        return _import(path), "event log"
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: empty file; {EXPECTED}")
+    if _is_arrow(path):
+        return read_trace(path), "trace"
+    return _import(path), "event log"
+
+
+def summarize_with(engine: str, trace: pl.DataFrame, window_ns: int) -> Summaries:
+    """Run the summaries of ``trace`` on ``engine`` (``polars`` or ``spark``).
+
+    Raises
+    ------
+    ValueError
+        If the spark engine cannot be imported (module or pyspark missing).
+    """
+    if engine != "spark":
+        return summarize(trace, window_ns)
+    try:
+        engine_module = importlib.import_module("sparktrail.summaries.spark_engine")
+    except ImportError as err:
+        raise ValueError(f"the spark engine is not available: {err}") from err
+    result: Summaries = engine_module.summarize_spark(trace, window_ns)
+    return result
+
+
+def hints_json(hints: pl.DataFrame) -> list[dict[str, Any]]:
+    """The hints as JSON-ready dicts; ``evidence`` decoded into an object.
+
+    >>> h = pl.DataFrame({"kind": ["driver_bound"], "evidence": ['{"share": 0.9}']})
+    >>> hints_json(h)
+    [{'kind': 'driver_bound', 'evidence': {'share': 0.9}}]
+    """
+    rows = hints.to_dicts()
+    for row in rows:
+        if isinstance(row.get("evidence"), str):
+            row["evidence"] = json.loads(row["evidence"])
+    return rows
+
+
+class _Steps:
+    """A rich progress bar over the command's steps (or nothing)."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+        self._task = bar.add_task("profiling", total=STEPS) if bar else None
+        self._started = False
+
+    def step(self, description: str) -> None:
+        if self._bar is None:
+            return
+        advance = 1 if self._started else 0
+        self._started = True
+        self._bar.update(self._task, description=description, advance=advance)
+
+
+@contextmanager
+def _progress(show: bool) -> Iterator[_Steps]:
+    if not show:
+        yield _Steps(None)
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("{task.description:<34}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        yield _Steps(bar)
+
+
+def _pct(value: Any) -> str:
+    return "   –  " if value is None else f"{value:6.1%}"
+
+
+def print_summary(
+    summaries: Summaries, name: str, rows: int, out_dir: Path, top: int, out: TextIO
+) -> None:
+    """The terminal summary: top stages, workers vs fair share, the hints."""
+    windows = summaries.windows
+    paths = int(windows["has_paths"].sum()) if len(windows) else 0
+    print(
+        f"{name}: {rows} trace rows, {len(windows)} windows of "
+        f"{summaries.window_ns / 1e9:g} s ({paths} with a critical path)",
+        file=out,
+    )
+    print("\nTop critical stages (share of the critical path):", file=out)
+    for operator, share in (
+        summaries.operator.head(top).select("operator", "cp_share").iter_rows()
+    ):
+        print(f"  {_pct(share)}  {operator or '(no stage: driver, idle)'}", file=out)
+    print("\nTop workers (CP share vs fair share):", file=out)
+    for worker, share, fair in (
+        summaries.straggler.head(top)
+        .select("worker", "cp_share", "fair_share")
+        .iter_rows()
+    ):
+        print(f"  {_pct(share)} vs {_pct(fair)}  {worker}", file=out)
+    hints = summaries.hints
+    print(f"\nHints ({len(hints)}):", file=out)
+    for kind, severity, action in hints.select(
+        "kind", "severity", "action"
+    ).iter_rows():
+        print(f"  [{severity}] {kind}: {action}", file=out)
+    if hints.is_empty():
+        print("  none: no rule's numbers crossed its threshold", file=out)
+    print(
+        f"\nReport: {out_dir / 'report.html'}; summaries: "
+        f"{out_dir / 'summaries'}/*.parquet",
+        file=out,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Profile ``args.input`` into ``args.output``; returns the exit code."""
+    if args.output.exists() and not args.output.is_dir():
+        raise NotADirectoryError(f"{args.output}: exists and is not a directory")
+    with _progress(sys.stderr.isatty()) as steps:
+        steps.step(f"reading {args.input.name}")
+        trace, _ = load_input(args.input)
+        if trace.is_empty():
+            raise ValueError(f"{args.input}: the trace holds no rows")
+        steps.step("summaries and hints")
+        summaries = summarize_with(args.engine, trace, args.window)
+        steps.step("critical path of the busiest window")
+        window = most_critical_window(summaries)
+        cp = window_cp(trace, *window) if window else trace.clear()
+        steps.step("writing the report")
+        write_summaries(summaries, args.output)
+        write_report(summaries, cp, args.output, args.input.name)
+    out = sys.stderr if args.json else sys.stdout
+    print_summary(summaries, args.input.name, len(trace), args.output, args.top, out)
+    if args.json:
+        json.dump(hints_json(summaries.hints), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0

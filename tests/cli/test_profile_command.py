@@ -1,0 +1,251 @@
+"""The ``sparktrail profile`` subcommand: report, summaries, JSON, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from sparktrail import summarize
+from sparktrail.cli import main
+from sparktrail.cli.profile import hints_json
+from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES
+from sparktrail.pag.trace import write_trace
+from sparktrail.tracer import import_eventlog
+
+EVENTLOGS = Path(__file__).resolve().parents[3] / "shared" / "eventlogs"
+LOG = EVENTLOGS / "local-1532512550423"
+S = 1_000_000_000
+
+pytestmark = pytest.mark.skipif(not LOG.exists(), reason=f"{LOG} is missing")
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OUT_DIR of one ``profile`` run over the shared event log."""
+    out = tmp_path_factory.mktemp("profile") / "out"
+    assert main(["profile", str(LOG), "-o", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected() -> object:
+    return summarize(import_eventlog(LOG), S)
+
+
+def same(left: pl.DataFrame, right: pl.DataFrame) -> None:
+    # Sums over polars group-bys may differ in the last bit between runs
+    # (summation order), so floats are compared to 1e-9.
+    assert_frame_equal(left, right, check_exact=False, rel_tol=1e-9, abs_tol=1e-15)
+
+
+def read_summaries(out: Path) -> dict[str, pl.DataFrame]:
+    return {
+        name: pl.read_parquet(out / "summaries" / f"{name}.parquet")
+        for name in SUMMARY_FRAMES
+    }
+
+
+def test_report_is_self_contained_with_every_section(profiled: Path) -> None:
+    # GIVEN a profile of the shared event log
+    page = (profiled / "report.html").read_text(encoding="utf-8")
+    # THEN plotly.js is inlined (its banner once) and nothing loads from
+    # the net; one plot per section but the overview and the hints
+    assert page.count("* plotly.js v") == 1
+    assert 'src="http' not in page and "src='http" not in page
+    assert page.count("Plotly.newPlot") == len(SECTIONS) - 2
+    # AND every section is there, the header names the input and window
+    for section in SECTIONS:
+        assert f'id="{section}"' in page
+    assert "local-1532512550423" in page
+    assert "1 s" in page
+    assert "17 (17 with a critical path)" in page
+    # AND the hints are a plain HTML table, readable without JavaScript
+    assert '<table class="hints">' in page
+    assert "driver_bound" in page and "idle_capacity" in page
+    # AND the communication section carries the shuffle-attribution note
+    assert "split over source executors" in page
+
+
+def test_parquet_summaries_equal_the_summaries(profiled: Path, expected) -> None:
+    # GIVEN the profile's parquet files WHEN read back THEN they equal the
+    # frames of summarize() on the imported log
+    frames = read_summaries(profiled)
+    assert set(frames) == set(SUMMARY_FRAMES)
+    for name, frame in frames.items():
+        same(frame, getattr(expected, name))
+
+
+def test_terminal_summary_names_stages_workers_and_hints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["profile", str(LOG), "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "73 trace rows, 17 windows of 1 s" in out
+    stages = out.split("Top critical stages")[1].split("Top workers")[0]
+    assert "stage 0: collect at <console>:25" in stages
+    workers = out.split("Top workers")[1].split("Hints")[0].strip().splitlines()
+    assert workers[1].split()[-1] == "driver"
+    assert "[high] driver_bound:" in out
+    assert str(tmp_path / "report.html") in out
+
+
+def test_json_prints_only_the_hints_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], expected
+) -> None:
+    # WHEN profile runs with --json
+    assert main(["profile", str(LOG), "-o", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    # THEN stdout parses as JSON and equals the hints frame (evidence decoded)
+    hints = json.loads(captured.out)
+    assert hints == hints_json(expected.hints)
+    assert [h["kind"] for h in hints] == expected.hints["kind"].to_list()
+    assert isinstance(hints[0]["evidence"], dict)
+    # AND the terminal summary went to stderr
+    assert "Top critical stages" in captured.err
+
+
+def test_trace_directory_gives_the_same_summaries(
+    tmp_path: Path, profiled: Path
+) -> None:
+    # GIVEN the imported log written as a trace directory
+    write_trace(import_eventlog(LOG), tmp_path / "trace" / "app.arrow")
+    # WHEN it is profiled THEN every summary equals the event log's
+    assert main(["profile", str(tmp_path / "trace"), "-o", str(tmp_path / "out")]) == 0
+    from_trace = read_summaries(tmp_path / "out")
+    from_log = read_summaries(profiled)
+    for name in SUMMARY_FRAMES:
+        same(from_trace[name], from_log[name])
+
+
+def test_window_option_changes_the_windows(tmp_path: Path) -> None:
+    assert main(["profile", str(LOG), "-o", str(tmp_path), "--window", "250ms"]) == 0
+    windows = pl.read_parquet(tmp_path / "summaries" / "windows.parquet")
+    assert (
+        windows["window_end_ns"] - windows["window_start_ns"]
+    ).unique().to_list() == [250_000_000]
+
+
+def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    (tmp_path / "empty-dir").mkdir()
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "random.bin").write_bytes(os.urandom(4096))
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n3,4\n")
+    (tmp_path / "other-dir").mkdir()
+    (tmp_path / "other-dir" / "notes.txt").write_text("hello\n")
+    (tmp_path / "broken.arrow").write_bytes(b"not arrow at all")
+    return {
+        "missing": (tmp_path / "missing", "no such file or directory"),
+        "empty directory": (tmp_path / "empty-dir", "empty directory"),
+        "empty file": (tmp_path / "empty.log", "empty file"),
+        "random bytes": (tmp_path / "random.bin", "neither a trace"),
+        "csv": (tmp_path / "table.csv", "neither a trace"),
+        "unrelated directory": (tmp_path / "other-dir", "neither a trace"),
+        "broken arrow": (tmp_path / "broken.arrow", "not an Arrow IPC trace file"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing",
+        "empty directory",
+        "empty file",
+        "random bytes",
+        "csv",
+        "unrelated directory",
+        "broken arrow",
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an INPUT that is not a trace or an event log
+    path, reason = bad_inputs(tmp_path)[case]
+    # WHEN profile runs on it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. one per skipped CSV line
+        code = main(["profile", str(path), "-o", str(tmp_path / "out")])
+    # THEN exit code 2 and one line naming the path and what is wrong
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert str(path) in lines[0] and reason in lines[0]
+    assert "Traceback" not in captured.err
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ("0s", "must be positive"),
+        ("5", "is not a duration"),
+        ("-1s", "is not a duration"),
+    ],
+)
+def test_bad_window_is_a_usage_error(
+    window: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["profile", str(LOG), "-o", str(tmp_path), f"--window={window}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and message in err
+
+
+def test_spark_engine_missing_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN no importable spark engine (whether or not it exists yet)
+    monkeypatch.setitem(sys.modules, "sparktrail.summaries.spark_engine", None)
+    code = main(["profile", str(LOG), "-o", str(tmp_path), "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "the spark engine is not available:" in err
+
+
+def test_subprocess_reports_bad_input_without_traceback(tmp_path: Path) -> None:
+    # GIVEN a real process running the CLI on random bytes
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(os.urandom(2048))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparktrail",
+            "profile",
+            str(junk),
+            "-o",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # THEN exit 2, one line on stderr, no traceback
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert str(junk) in done.stderr
+
+
+def test_progress_bar_on_a_terminal_keeps_stdout_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN stderr is a terminal, so the progress bar is drawn there
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    # WHEN profile runs with --json
+    assert main(["profile", str(LOG), "-o", str(tmp_path), "--json"]) == 0
+    # THEN stdout still holds nothing but the JSON hints
+    assert isinstance(json.loads(capsys.readouterr().out), list)

@@ -1,0 +1,237 @@
+"""Figure builders of sparktrail.dashboard.figures, on hand-built summaries."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import polars as pl
+import pytest
+
+from sparktrail.dashboard import figures
+from sparktrail.summaries import HINT_SCHEMA, summarize
+
+S = 1_000_000_000
+
+
+def activity_by_window() -> pl.DataFrame:
+    # Two windows of 1 s: window 0 is 3/4 processing, window 1 all gc.
+    return pl.DataFrame(
+        {
+            "window_start_ns": [0, 0, S],
+            "window_end_ns": [S, S, 2 * S],
+            "activity": ["processing", "gc", "gc"],
+            "cp_share": [0.75, 0.25, 1.0],
+            "cp_ns": [0.75e9, 0.25e9, 1e9],
+            "time_ns": [S, S, S],
+        }
+    )
+
+
+def cp_rows() -> pl.DataFrame:
+    # One 10 ms window: slot 0 computes for 10 ms (all CP), slot 1 for 4 ms
+    # then waits; a launch message from the driver to slot 1.
+    ms = 1_000_000
+    return pl.DataFrame(
+        {
+            "window_start_ns": [0, 0, 0, 0],
+            "window_end_ns": [10 * ms] * 4,
+            "src_worker": ["exec-1/0", "exec-1/1", "exec-1/1", "driver"],
+            "dst_worker": ["exec-1/0", "exec-1/1", "exec-1/1", "exec-1/1"],
+            "start_ns": [0, 0, 4 * ms, 0],
+            "end_ns": [10 * ms, 4 * ms, 10 * ms, 0],
+            "activity": ["processing", "processing", "waiting", "control"],
+            "operator": ["stage 0: count at A.scala:3"] * 2 + [None, None],
+            "stage_id": [0, 0, None, 0],
+            "task_id": [1, 2, None, 2],
+            "cp": [1.0, 0.0, 0.0, 0.0],
+        }
+    )
+
+
+def test_activity_over_time_stacks_one_trace_per_activity() -> None:
+    # GIVEN CP by activity in two windows
+    # WHEN the figure is built
+    fig = figures.activity_over_time(activity_by_window())
+    # THEN one stacked bar trace per activity, largest total first, in the
+    # activity's own colour, each bar as wide as its window (in ms)
+    assert [t.name for t in fig.data] == ["gc", "processing"]
+    assert fig.layout.barmode == "stack"
+    assert fig.data[0].marker.color == figures.ACTIVITY_COLOURS["gc"]
+    assert list(fig.data[0].y) == [0.25, 1.0]
+    assert list(fig.data[0].width) == [1000.0, 1000.0]
+    assert fig.layout.yaxis.title.text == "share of the critical path"
+    assert fig.layout.xaxis.title.text == "window start (UTC)"
+
+
+def test_straggler_bars_compare_cp_with_fair_share() -> None:
+    straggler = pl.DataFrame(
+        {
+            "worker": ["exec-1/1", "exec-1/0"],
+            "executor": ["1", "1"],
+            "cp_share": [0.1, 0.9],
+            "fair_share": [0.5, 0.5],
+            "ratio": [0.2, 1.8],
+        }
+    )
+    fig = figures.straggler_bars(straggler)
+    assert [t.name for t in fig.data] == ["CP share", "fair share"]
+    # largest CP first
+    assert list(fig.data[0].x) == ["exec-1/0", "exec-1/1"]
+    assert list(fig.data[0].y) == [0.9, 0.1]
+    assert list(fig.data[1].y) == [0.5, 0.5]
+    assert fig.layout.xaxis.title.text == "worker"
+
+
+def test_straggler_bars_accept_the_executor_frame() -> None:
+    executor = pl.DataFrame(
+        {
+            "executor_id": [None, "1"],
+            "role": ["driver", "executor"],
+            "cp_share": [0.3, 0.7],
+            "fair_share": [0.5, 0.5],
+            "ratio": [0.6, 1.4],
+        }
+    )
+    fig = figures.straggler_bars(executor)
+    assert list(fig.data[0].x) == ["1", "driver"]
+    assert fig.layout.xaxis.title.text == "executor id"
+
+
+def test_operator_bars_label_the_row_outside_any_stage() -> None:
+    operator = pl.DataFrame(
+        {
+            "operator": [None, "stage 0: count at A.scala:3", "stage 1: x"],
+            "cp_share": [0.2, 0.7, 0.1],
+            "cp_ns": [2e8, 7e8, 1e8],
+            "call_site": [None, "A.scala:3", None],
+            "tasks": [None, 4, 2],
+            "median_task_ns": [None, 1e6, 2e6],
+        }
+    )
+    fig = figures.operator_bars(operator)
+    assert len(fig.data) == 1
+    # largest share on top, i.e. last in plotly's bottom-up order
+    assert list(fig.data[0].y) == [
+        "stage 1: x",
+        figures.NO_STAGE,
+        "stage 0: count at A.scala:3",
+    ]
+    assert list(fig.data[0].x) == [0.1, 0.2, 0.7]
+    assert fig.layout.xaxis.title.text == "share of the critical path"
+
+
+def test_communication_heatmap_sums_kinds_per_channel() -> None:
+    communication = pl.DataFrame(
+        {
+            "src": ["executor 1", "executor 1", None, "driver"],
+            "dst": ["executor 2", "executor 2", "executor 2", "executor 1"],
+            "kind": ["shuffle", "data", "shuffle", "control"],
+            "cp_share": [0.3, 0.1, 0.05, 0.0],
+        }
+    )
+    fig = figures.communication_heatmap(communication)
+    assert len(fig.data) == 1
+    heat = fig.data[0]
+    names = list(heat.x)
+    assert names == ["driver", "executor 1", "executor 2", "unknown"]
+    assert list(heat.y) == names
+    row, col = names.index("executor 1"), names.index("executor 2")
+    assert heat.z[row][col] == pytest.approx(0.4)
+    assert heat.text[row][col] == "data, shuffle"
+    assert heat.z[names.index("unknown")][col] == pytest.approx(0.05)
+    assert heat.z[0][0] is None  # no driver -> driver channel
+    assert fig.layout.xaxis.title.text == "receiver (dst)"
+    assert fig.layout.yaxis.title.text == "sender (src)"
+
+
+def test_critical_gantt_colours_bars_by_cp() -> None:
+    # GIVEN the CP rows of one window
+    fig = figures.critical_gantt(cp_rows())
+    # THEN local activities are bars coloured by their CP, messages a line
+    bars, messages = fig.data
+    assert isinstance(bars, go.Bar) and isinstance(messages, go.Scatter)
+    assert list(bars.marker.color) == [1.0, 0.0, 0.0]
+    assert bars.marker.colorscale is not None
+    assert list(bars.y) == ["exec-1/0", "exec-1/1", "exec-1/1"]
+    assert list(bars.base) == [0.0, 0.0, 4.0]
+    assert list(bars.x) == [10.0, 4.0, 6.0]
+    assert list(bars.marker.opacity) == [1.0, 1.0, 0.3]  # waiting is faint
+    hover = list(bars.customdata[0])[:4]
+    assert hover == ["processing", "stage 0: count at A.scala:3", "0", "1"]
+    assert list(messages.y) == ["driver", "exec-1/1", None]
+    assert fig.layout.xaxis.title.text == "ms since window start"
+    # the driver is drawn on top (last category)
+    assert list(fig.layout.yaxis.categoryarray)[-1] == "driver"
+
+
+def test_critical_gantt_refuses_more_than_one_window() -> None:
+    rows = pl.concat(
+        [cp_rows(), cp_rows().with_columns(window_start_ns=pl.lit(7, dtype=pl.Int64))]
+    )
+    with pytest.raises(ValueError, match="one window, got 2"):
+        figures.critical_gantt(rows)
+
+
+def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
+    hints = pl.DataFrame(
+        {
+            "kind": ["hotspot", "driver_bound"],
+            "severity": ["high", "low"],
+            "stage_id": [3, None],
+            "executor_id": ["2", None],
+            "partition": [7, None],
+            "cp_share": [0.4, 0.2],
+            "evidence": [json.dumps({"records": 900, "median": 100}), "{}"],
+            "action": ["salt the key", "move work into jobs"],
+        },
+        schema=HINT_SCHEMA,
+    )
+    fig = figures.hints_table(hints)
+    table = fig.data[0]
+    assert isinstance(table, go.Table)
+    assert list(table.header.values) == list(figures.HINT_COLUMNS.values())
+    cells = [list(column) for column in table.cells.values]
+    assert cells[2] == ["3", ""]
+    assert cells[4] == ["7", ""]
+    assert cells[5] == ["records=900, median=100", ""]
+    assert cells[6] == ["salt the key", "move work into jobs"]
+
+
+@pytest.mark.parametrize(
+    ("builder", "frame"),
+    [
+        (figures.activity_over_time, activity_by_window().clear()),
+        (figures.critical_gantt, cp_rows().clear()),
+        (figures.hints_table, pl.DataFrame(schema=HINT_SCHEMA)),
+    ],
+)
+def test_empty_frames_give_a_message_not_an_empty_plot(builder, frame) -> None:
+    fig = builder(frame)
+    assert len(fig.data) == 0
+    assert fig.layout.annotations[0].text
+
+
+def test_every_builder_accepts_real_summaries() -> None:
+    # GIVEN summaries of a small trace: a driver launch, two tasks, one slow
+    trace = pl.DataFrame(
+        {
+            "src_worker": ["driver", "driver", "exec-1/0", "exec-1/1", "exec-1/0"],
+            "dst_worker": ["exec-1/0", "exec-1/1", "exec-1/0", "exec-1/1", "driver"],
+            "start_ns": [0, 0, 0, 0, 40],
+            "end_ns": [0, 0, 40, 10, 40],
+            "activity": ["control", "control", "processing", "processing", "control"],
+            "stage_id": [0, 0, 0, 0, 0],
+            "task_id": [0, 1, 0, 1, 0],
+        }
+    )
+    s = summarize(trace, 20)
+    # WHEN every builder runs on its frame THEN each gives a figure with data
+    built = [
+        figures.activity_over_time(s.activity_by_window),
+        figures.straggler_bars(s.straggler),
+        figures.straggler_bars(s.executor),
+        figures.operator_bars(s.operator),
+        figures.communication_heatmap(s.communication),
+    ]
+    assert all(isinstance(f, go.Figure) and len(f.data) for f in built)

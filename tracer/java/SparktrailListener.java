@@ -1,0 +1,506 @@
+package dev.sparktrail;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkFirehoseListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerApplicationStart;
+import org.apache.spark.scheduler.SparkListenerEnvironmentUpdate;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.status.api.v1.ExecutorSummary;
+import org.apache.spark.util.JsonProtocol;
+import org.apache.spark.util.JsonProtocolOptions;
+
+/**
+ * Writes the listener events sparktrail's model uses as a Spark-format rolling event log.
+ *
+ * <p>The log goes to {@code <traceDir>/raw/eventlog_v2_<appId>/events_<n>_<appId>} (plain JSON
+ * lines, Spark's own {@link JsonProtocol}), one segment per flush, each written under a hidden
+ * temporary name and renamed into place so a follower never sees half a segment. An empty
+ * {@code appstatus_<appId>.inprogress} marker exists while the listener runs and is renamed to
+ * {@code appstatus_<appId>} when it has written everything (application end or {@link #close()}).
+ *
+ * <p>Spark delivers events to listeners on one thread per queue, and the shared queue drops
+ * events once 10,000 are waiting, so {@link #onEvent} does no I/O: it serializes the event
+ * (as Spark's own event-log listener does on its queue thread, because TaskInfo objects are
+ * mutated later) and appends the line to a buffer; a daemon thread writes the buffer every
+ * {@code flushMillis} or every {@code maxEvents} events, whichever comes first.
+ *
+ * <p>Two ways in: {@code spark.extraListeners=dev.sparktrail.SparktrailListener} with {@code
+ * spark.sparktrail.traceDir} (the {@link #SparktrailListener(SparkConf)} constructor), or {@link
+ * #SparktrailListener(String)} and {@link #attachTo(SparkContext)} on a running context.
+ */
+public class SparktrailListener extends SparkFirehoseListener {
+  public static final String DIR_KEY = "spark.sparktrail.traceDir";
+  public static final String FLUSH_MILLIS_KEY = "spark.sparktrail.flushMillis";
+  public static final String MAX_EVENTS_KEY = "spark.sparktrail.maxEvents";
+  public static final long DEFAULT_FLUSH_MILLIS = 1000L;
+  public static final int DEFAULT_MAX_EVENTS = 20000;
+
+  /** Event classes the model reads (tracer/eventlog.py USED_EVENTS); the rest are skipped. */
+  private static final Set<Class<?>> USED =
+      Set.of(
+          SparkListenerApplicationStart.class,
+          SparkListenerApplicationEnd.class,
+          SparkListenerEnvironmentUpdate.class,
+          SparkListenerExecutorAdded.class,
+          SparkListenerExecutorRemoved.class,
+          SparkListenerJobStart.class,
+          SparkListenerJobEnd.class,
+          SparkListenerStageSubmitted.class,
+          SparkListenerStageCompleted.class,
+          SparkListenerTaskStart.class,
+          SparkListenerTaskEnd.class);
+
+  /**
+   * Spark properties copied into the environment event. Only these: the full environment is
+   * large, and Spark redacts secrets in its own log, which we would have to re-implement.
+   */
+  private static final String[] ENV_KEYS = {
+    "spark.master",
+    "spark.app.name",
+    "spark.app.id",
+    "spark.submit.deployMode",
+    "spark.executor.cores",
+    "spark.task.cpus",
+    "spark.default.parallelism",
+    "spark.sql.shuffle.partitions",
+    "spark.dynamicAllocation.enabled",
+  };
+
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  /** Live listeners by trace directory, so Python can find one Spark created from the conf. */
+  private static final java.util.concurrent.ConcurrentHashMap<String, SparktrailListener> BY_DIR =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  private final Path root;
+  private final long flushMillis;
+  private final int maxEvents;
+  private final JsonProtocolOptions options;
+  private final Object lock = new Object();
+  private final Thread writer;
+  private final AtomicLong eventsSeen = new AtomicLong();
+  private final AtomicLong eventsReceived = new AtomicLong();
+  private final AtomicLong taskEnds = new AtomicLong();
+  private final AtomicLong linesWritten = new AtomicLong();
+  private final AtomicLong segmentsWritten = new AtomicLong();
+  private final AtomicLong ignoredAfterClose = new AtomicLong();
+  private final AtomicLong serializeNanos = new AtomicLong();
+
+  // Guarded by lock.
+  private List<String> buffer = new ArrayList<>();
+  private boolean closing;
+  private boolean finished;
+  private String appId;
+  private SparkConf conf;
+
+  private volatile boolean closed;
+  private volatile String error;
+  private int segment;
+
+  /**
+   * Constructor Spark calls for {@code spark.extraListeners}.
+   *
+   * @param conf the application's configuration; {@code spark.sparktrail.traceDir} is required
+   */
+  public SparktrailListener(SparkConf conf) {
+    this(
+        requireDir(conf),
+        conf.getLong(FLUSH_MILLIS_KEY, DEFAULT_FLUSH_MILLIS),
+        conf.getInt(MAX_EVENTS_KEY, DEFAULT_MAX_EVENTS));
+    synchronized (lock) {
+      this.conf = conf;
+    }
+  }
+
+  /** Listener for {@link #attachTo(SparkContext)}, default flush interval and size. */
+  public SparktrailListener(String traceDir) {
+    this(traceDir, DEFAULT_FLUSH_MILLIS, DEFAULT_MAX_EVENTS);
+  }
+
+  /**
+   * Listener for {@link #attachTo(SparkContext)}.
+   *
+   * @param traceDir directory of the trace; the event log goes under {@code raw/}
+   * @param flushMillis longest time an event waits in memory before it is written
+   * @param maxEvents events that trigger a write before {@code flushMillis} has passed
+   */
+  public SparktrailListener(String traceDir, long flushMillis, int maxEvents) {
+    this.root = Paths.get(traceDir).toAbsolutePath().resolve("raw");
+    this.flushMillis = Math.max(1L, flushMillis);
+    this.maxEvents = Math.max(1, maxEvents);
+    // Accumulator updates repeat the task metrics the model already reads; leaving them out
+    // roughly halves each TaskEnd line.
+    SparkConf jsonConf = new SparkConf(false);
+    jsonConf.set("spark.eventLog.includeTaskMetricsAccumulators", "false");
+    this.options = new JsonProtocolOptions(jsonConf);
+    buffer.add(logStart());
+    BY_DIR.put(root.getParent().toString(), this);
+    writer = new Thread(this::writeLoop, "sparktrail-eventlog-writer");
+    writer.setDaemon(true);
+    writer.start();
+  }
+
+  /**
+   * The listener writing under {@code traceDir} in this JVM, or null.
+   *
+   * @param traceDir the directory given to the constructor or {@code spark.sparktrail.traceDir}
+   */
+  public static SparktrailListener forTraceDir(String traceDir) {
+    return BY_DIR.get(Paths.get(traceDir).toAbsolutePath().toString());
+  }
+
+  private static String requireDir(SparkConf conf) {
+    if (!conf.contains(DIR_KEY)) {
+      throw new IllegalArgumentException(
+          "dev.sparktrail.SparktrailListener needs " + DIR_KEY + " (see sparktrail.tracer.spark_conf)");
+    }
+    return conf.get(DIR_KEY);
+  }
+
+  /**
+   * Start tracing a running application: write what was posted before we listened (application
+   * start, environment, executors) and register with the listener bus.
+   *
+   * <p>Jobs already running are traced from their next event on.
+   */
+  public void attachTo(SparkContext sc) {
+    List<String> head = new ArrayList<>();
+    ObjectNode start = event("SparkListenerApplicationStart");
+    start.put("App Name", sc.appName());
+    start.put("App ID", sc.applicationId());
+    start.put("Timestamp", sc.startTime());
+    start.put("User", sc.sparkUser());
+    if (sc.applicationAttemptId().isDefined()) {
+      start.put("App Attempt ID", sc.applicationAttemptId().get());
+    }
+    head.add(start.toString());
+    head.add(environment(sc.getConf()));
+    synchronized (lock) {
+      conf = sc.getConf();
+      appId = sc.applicationId();
+      buffer.addAll(head);
+    }
+    sc.addSparkListener(this);
+    // After registering, so an executor added meanwhile is in the bus events or here
+    // (twice is harmless: the model keeps the last core count).
+    List<String> executors = new ArrayList<>();
+    for (ExecutorSummary e :
+        scala.jdk.javaapi.CollectionConverters.asJava(sc.statusStore().executorList(true))) {
+      if ("driver".equals(e.id())) {
+        continue; // the local executor: its cores come from spark.master
+      }
+      ObjectNode added = event("SparkListenerExecutorAdded");
+      added.put("Timestamp", e.addTime().getTime());
+      added.put("Executor ID", e.id());
+      ObjectNode info = added.putObject("Executor Info");
+      String hostPort = e.hostPort();
+      int colon = hostPort.lastIndexOf(':');
+      info.put("Host", colon > 0 ? hostPort.substring(0, colon) : hostPort);
+      info.put("Total Cores", e.totalCores());
+      executors.add(added.toString());
+    }
+    synchronized (lock) {
+      buffer.addAll(executors);
+    }
+  }
+
+  @Override
+  public void onEvent(SparkListenerEvent event) {
+    eventsSeen.incrementAndGet();
+    if (!USED.contains(event.getClass())) {
+      return;
+    }
+    if (closed) {
+      ignoredAfterClose.incrementAndGet();
+      return;
+    }
+    long t0 = System.nanoTime();
+    String line;
+    if (event instanceof SparkListenerEnvironmentUpdate) {
+      SparkConf c;
+      synchronized (lock) {
+        c = conf;
+      }
+      line = environment(c);
+    } else {
+      line = JsonProtocol.sparkEventToJsonString(slim(event), options);
+    }
+    serializeNanos.addAndGet(System.nanoTime() - t0);
+    if (event instanceof SparkListenerTaskEnd) {
+      taskEnds.incrementAndGet();
+    }
+    eventsReceived.incrementAndGet();
+    synchronized (lock) {
+      if (appId == null && event instanceof SparkListenerApplicationStart) {
+        scala.Option<String> id = ((SparkListenerApplicationStart) event).appId();
+        appId = id.isDefined() ? id.get() : "unknown-app";
+      }
+      buffer.add(line);
+      if (event instanceof SparkListenerApplicationEnd) {
+        closed = true; // the log is complete: nothing after this is written
+        closing = true;
+        lock.notifyAll();
+      } else if (buffer.size() >= maxEvents) {
+        lock.notifyAll();
+      }
+    }
+  }
+
+  /**
+   * The event without its tasks' accumulator values: the model reads the task metrics, and
+   * per-task SQL metrics made up most of each TaskEnd line and of its serialization time.
+   */
+  private static SparkListenerEvent slim(SparkListenerEvent event) {
+    if (event instanceof SparkListenerTaskEnd) {
+      SparkListenerTaskEnd e = (SparkListenerTaskEnd) event;
+      if (e.taskInfo() != null && !e.taskInfo().accumulables().isEmpty()) {
+        return new SparkListenerTaskEnd(
+            e.stageId(),
+            e.stageAttemptId(),
+            e.taskType(),
+            e.reason(),
+            e.taskInfo().cloneWithEmptyAccumulables(),
+            e.taskExecutorMetrics(),
+            e.taskMetrics());
+      }
+    } else if (event instanceof SparkListenerTaskStart) {
+      SparkListenerTaskStart e = (SparkListenerTaskStart) event;
+      if (e.taskInfo() != null && !e.taskInfo().accumulables().isEmpty()) {
+        return new SparkListenerTaskStart(
+            e.stageId(), e.stageAttemptId(), e.taskInfo().cloneWithEmptyAccumulables());
+      }
+    }
+    return event;
+  }
+
+  /**
+   * Write everything received and mark the log complete; later events are ignored.
+   *
+   * @param timeoutMillis longest wait for the writer thread
+   * @return whether the writer finished within the timeout
+   */
+  public boolean close(long timeoutMillis) throws InterruptedException {
+    closed = true;
+    synchronized (lock) {
+      closing = true;
+      lock.notifyAll();
+    }
+    writer.join(timeoutMillis);
+    synchronized (lock) {
+      return finished;
+    }
+  }
+
+  /** {@link #close(long)} with a 60 s timeout. */
+  public boolean close() throws InterruptedException {
+    return close(60_000L);
+  }
+
+  private void writeLoop() {
+    long last = System.nanoTime();
+    while (true) {
+      List<String> batch;
+      boolean lastBatch;
+      String id;
+      synchronized (lock) {
+        while (!closing && buffer.size() < maxEvents) {
+          long waitMs = flushMillis - (System.nanoTime() - last) / 1_000_000L;
+          if (waitMs <= 0) {
+            break;
+          }
+          try {
+            lock.wait(waitMs);
+          } catch (InterruptedException e) {
+            closing = true;
+          }
+        }
+        lastBatch = closing;
+        id = appId;
+        if (id == null && !lastBatch) {
+          last = System.nanoTime(); // no application id yet: keep buffering
+          continue;
+        }
+        batch = buffer;
+        buffer = new ArrayList<>();
+      }
+      last = System.nanoTime();
+      if (id == null) {
+        id = "unknown-app";
+      }
+      try {
+        if (segment == 0) {
+          Path dir = root.resolve("eventlog_v2_" + id);
+          Files.createDirectories(dir);
+          Path marker = dir.resolve("appstatus_" + id + ".inprogress");
+          if (!Files.exists(marker)) {
+            Files.createFile(marker);
+          }
+        }
+        writeSegment(id, batch);
+        if (lastBatch) {
+          Path dir = root.resolve("eventlog_v2_" + id);
+          Files.move(
+              dir.resolve("appstatus_" + id + ".inprogress"),
+              dir.resolve("appstatus_" + id),
+              StandardCopyOption.ATOMIC_MOVE);
+        }
+      } catch (IOException | RuntimeException e) {
+        error = e.toString();
+        System.err.println("sparktrail: cannot write event log under " + root + ": " + e);
+        synchronized (lock) {
+          batch.addAll(buffer); // keep the order; retry at the next flush
+          buffer = batch;
+        }
+        if (!lastBatch) {
+          continue;
+        }
+      }
+      if (lastBatch) {
+        BY_DIR.remove(root.getParent().toString(), this);
+        synchronized (lock) {
+          finished = error == null || buffer.isEmpty();
+          lock.notifyAll();
+        }
+        return;
+      }
+    }
+  }
+
+  private void writeSegment(String id, List<String> lines) throws IOException {
+    if (lines.isEmpty()) {
+      return;
+    }
+    Path dir = root.resolve("eventlog_v2_" + id);
+    int n = segment + 1;
+    String name = "events_" + n + "_" + id;
+    Path tmp = dir.resolve("." + name + ".tmp");
+    try (Writer out =
+        new BufferedWriter(
+            new OutputStreamWriter(Files.newOutputStream(tmp), StandardCharsets.UTF_8), 1 << 20)) {
+      for (String line : lines) {
+        out.write(line);
+        out.write('\n');
+      }
+    }
+    Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    segment = n;
+    segmentsWritten.incrementAndGet();
+    linesWritten.addAndGet(lines.size());
+  }
+
+  private static ObjectNode event(String name) {
+    ObjectNode node = MAPPER.createObjectNode();
+    node.put("Event", name);
+    return node;
+  }
+
+  private static String logStart() {
+    ObjectNode node = event("SparkListenerLogStart");
+    node.put("Spark Version", org.apache.spark.package$.MODULE$.SPARK_VERSION());
+    return node.toString();
+  }
+
+  private static String environment(SparkConf conf) {
+    ObjectNode node = event("SparkListenerEnvironmentUpdate");
+    ObjectNode props = node.putObject("Spark Properties");
+    if (conf != null) {
+      for (String key : ENV_KEYS) {
+        if (conf.contains(key)) {
+          props.put(key, conf.get(key));
+        }
+      }
+    }
+    return node.toString();
+  }
+
+  /** Listener events delivered to {@link #onEvent}, of any kind. */
+  public long eventsSeen() {
+    return eventsSeen.get();
+  }
+
+  /** Events of the kinds the model uses, taken into the log. */
+  public long eventsReceived() {
+    return eventsReceived.get();
+  }
+
+  /** TaskEnd events taken into the log. */
+  public long taskEndsReceived() {
+    return taskEnds.get();
+  }
+
+  /** Lines written to segment files (received events plus the synthetic header lines). */
+  public long linesWritten() {
+    return linesWritten.get();
+  }
+
+  /** Lines waiting in memory for the writer thread. */
+  public long linesBuffered() {
+    synchronized (lock) {
+      return buffer.size();
+    }
+  }
+
+  /** Segment files written so far. */
+  public long segmentsWritten() {
+    return segmentsWritten.get();
+  }
+
+  /** Used events delivered after {@link #close(long)} (not written). */
+  public long ignoredAfterClose() {
+    return ignoredAfterClose.get();
+  }
+
+  /** Total time spent serializing events on the listener-bus thread, in ns. */
+  public long serializeNanos() {
+    return serializeNanos.get();
+  }
+
+  /** The application id the log is written for, or null before it is known. */
+  public String appId() {
+    synchronized (lock) {
+      return appId;
+    }
+  }
+
+  /** The directory holding {@code eventlog_v2_<appId>/}. */
+  public String rawDir() {
+    return root.toString();
+  }
+
+  /** Whether everything was written and the log marked complete. */
+  public boolean isFinished() {
+    synchronized (lock) {
+      return finished;
+    }
+  }
+
+  /** The last write error, or null. */
+  public String lastError() {
+    return error;
+  }
+}
