@@ -8,7 +8,7 @@ EVENTLOG ?= ../shared/eventlogs/local-1532512550423
 RUN_DIR ?= .run
 
 .DEFAULT_GOAL := help
-.PHONY: help setup java-check run test test-fast lint bench clean
+.PHONY: help setup java-check run run-eventlog test test-fast lint bench clean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -24,9 +24,14 @@ setup: $(STAMP) java-check ## create .venv and install sparktrail with its dev t
 java-check: ## check that Java 17+ is present (Spark needs it)
 	@bash scripts/check-java.sh
 
-run: setup ## import the bundled Spark event log and print its CP by activity and worker
+run: setup ## trace a real local Spark workload live, profile it, write .run/profile/report.html
+	$(PY) -m sparktrail demo -o $(RUN_DIR)/demo
+	$(PY) -m sparktrail profile $(RUN_DIR)/demo --window 1s -o $(RUN_DIR)/profile
+	@echo "report: $(RUN_DIR)/profile/report.html"
+
+run-eventlog: setup ## import the bundled Spark event log and profile it
 	$(PY) -m sparktrail import $(EVENTLOG) -o $(RUN_DIR)/trace
-	$(PY) -m sparktrail cp $(RUN_DIR)/trace
+	$(PY) -m sparktrail profile $(RUN_DIR)/trace --window 1s -o $(RUN_DIR)/eventlog-profile
 
 test: setup ## run every test (unit, property, doctest, Spark integration)
 	$(PY) -m pytest -q
@@ -41,6 +46,7 @@ lint: setup ## ruff lint and format check, mypy on the packages
 
 bench: setup ## run the benchmarks and print the tables for BENCHMARKS.md
 	$(PY) bench/run.py
+	$(PY) bench/tracer_overhead.py --tasks 20000 --repeat 5
 
 clean: ## remove the venv, build and run outputs
 	rm -rf $(VENV) .build $(RUN_DIR) .pytest_cache .mypy_cache .hypothesis

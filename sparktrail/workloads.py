@@ -11,7 +11,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WORKLOADS", "balanced_groupby", "skewed_join", "straggler_partition"]
+__all__ = [
+    "WORKLOADS",
+    "balanced_groupby",
+    "many_tiny_tasks",
+    "skewed_join",
+    "straggler_partition",
+    "warm_python_workers",
+]
 
 #: The partition of :func:`straggler_partition` that sleeps.
 SLOW_PARTITION = 5
@@ -26,6 +33,16 @@ def balanced_groupby(spark: Any) -> None:
     frame.groupBy((F.col("id") % 64).alias("key")).count().collect()
 
 
+def warm_python_workers(spark: Any) -> None:
+    """Start the executors' Python workers, whose first start costs ~2 s a slot.
+
+    Without it, the first task of every slot in a Python stage looks like a
+    straggler (which it is, but not the one a workload means to show).
+    """
+    slots = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize(range(slots), slots).map(lambda x: x).collect()
+
+
 def straggler_partition(spark: Any) -> None:
     """16 short tasks, one of which (partition 5) sleeps 2 s: a time straggler."""
 
@@ -33,16 +50,21 @@ def straggler_partition(spark: Any) -> None:
         time.sleep(SLOW_SECONDS if index == SLOW_PARTITION else 0.05)
         return [sum(1 for _ in rows)]
 
+    warm_python_workers(spark)
     spark.sparkContext.parallelize(range(1600), 16).mapPartitionsWithIndex(
         work
     ).collect()
 
 
-def skewed_join(spark: Any) -> None:
-    """A join where key 0 holds half the rows: one hot shuffle partition."""
+def skewed_join(spark: Any, rows: int = 2_000_000) -> None:
+    """A join where key 0 holds half the rows: one hot shuffle partition.
+
+    Run it with adaptive execution off (as ``sparktrail demo`` does): AQE's
+    skew-join handling would split the hot partition itself.
+    """
     from pyspark.sql import functions as F
 
-    big = spark.range(0, 400_000, numPartitions=8).select(
+    big = spark.range(0, rows, numPartitions=8).select(
         F.when(F.col("id") % 2 == 0, F.lit(0))
         .otherwise(F.col("id") % 997)
         .alias("key"),
@@ -50,6 +72,11 @@ def skewed_join(spark: Any) -> None:
     )
     small = spark.range(0, 997).select(F.col("id").alias("key"))
     big.join(small.hint("shuffle_hash"), "key").groupBy("key").count().collect()
+
+
+def many_tiny_tasks(spark: Any, tasks: int = 20_000) -> None:
+    """A sum over ``tasks`` one-row partitions: scheduling-bound."""
+    spark.range(0, tasks, 1, tasks).selectExpr("sum(id)").collect()
 
 
 #: Name -> workload, in the order ``sparktrail demo`` runs them.

@@ -139,6 +139,10 @@ def trace_name(path: str | os.PathLike[str], app_id: str | None) -> str:
     return source_id or Path(path).name.split(".")[0]
 
 
+#: A follower waits at least this many times as long as its last batch took.
+FOLLOW_PACING = 9.0
+
+
 def follow_eventlog(
     path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -151,7 +155,9 @@ def follow_eventlog(
 ) -> list[Path]:
     """Import a log while it is written, one trace file per batch.
 
-    Every ``poll_s`` seconds the complete new lines are read, and the rows
+    Every ``poll_s`` seconds (longer on large logs: the wait is at least
+    ``FOLLOW_PACING`` times the last batch's work, so following uses at most
+    a tenth of a core) the complete new lines are read, and the rows
     that later events can no longer change are written to
     ``out_dir/<app>-<batch>.arrow``: a row is written once the event that
     fixes it (its task's finish, the next launch on its slot) is older than
@@ -180,16 +186,22 @@ def follow_eventlog(
             done = done or (stop is not None and stop.is_set())
             if done:
                 break
+            began = time.perf_counter()
             if reader.events_read:
                 watermark = (model.max_ms - slack_ms) * MS
                 name = name or trace_name(path, model.stats.app_id)
                 emitted = _write_batch(
                     model, False, emitted, watermark, out_dir, name, written
                 )
+            # Each batch rebuilds the model from every task so far, so pace
+            # the polls to keep the follower under 1/(1 + PACING) of a core
+            # next to the application it traces.
+            busy = time.perf_counter() - began
+            delay = max(poll_s, FOLLOW_PACING * busy)
             if stop is not None:
-                stop.wait(poll_s)
+                stop.wait(delay)
             else:
-                time.sleep(poll_s)
+                time.sleep(delay)
     except KeyboardInterrupt:
         pass
     reader.follow = False

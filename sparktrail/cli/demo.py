@@ -1,4 +1,4 @@
-"""``sparktrail demo``: run a real local Spark workload, traced live, and profile it."""
+"""``sparktrail demo``: run a real local Spark workload, traced live."""
 
 from __future__ import annotations
 
@@ -10,21 +10,18 @@ from typing import Any
 
 from sparktrail.pag import read_trace
 
-from . import cp as cp_command
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run a small real Spark workload traced live, then print its CP",
+        help="run a small real Spark workload and trace it live",
         description="Start local Spark, attach the live tracer, run workloads "
-        "with a known straggler and a skewed join, and print where the time went.",
+        "with a known straggler and a skewed join; the trace is ready to profile.",
     )
     parser.add_argument(
         "-o", "--out", default=".run/demo", help="trace directory (replaced)"
     )
     parser.add_argument("--master", default="local[2]", help="Spark master URL")
-    parser.add_argument("--window", default="1s", help="CP window, e.g. 1s")
     parser.set_defaults(run=run)
 
 
@@ -35,6 +32,7 @@ def _session(master: str) -> Any:
         SparkSession.builder.master(master)
         .appName("sparktrail-demo")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
@@ -49,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     shutil.rmtree(out, ignore_errors=True)
     print(f"starting Spark ({args.master}) ...", flush=True)
     spark = _session(args.master)
+    spark.sparkContext.setLogLevel("ERROR")
     try:
         attach(spark, out)
         for name, workload in WORKLOADS.items():
@@ -59,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"traced live: {stats}", flush=True)
     finally:
         spark.stop()
-    trace = read_trace(out)
-    print()
-    return cp_command.report(trace, str(out), window=args.window)
+    rows = len(read_trace(out))
+    print(f"trace: {out} ({rows} rows); profile it with")
+    print(f"  sparktrail profile {out} --window 1s -o {out.parent / 'profile'}")
+    return 0
