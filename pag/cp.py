@@ -77,11 +77,19 @@ def _check_window(window_ns: object, origin_ns: object) -> tuple[int, int | None
     return window, _as_int("origin_ns", origin_ns)
 
 
-def _snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int | None) -> Snapshots:
+def _snapshots(
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None,
+    extent_ns: tuple[int, int] | None = None,
+) -> Snapshots:
     if origin_ns is None:
         first = trace["start_ns"].min()
         origin_ns = default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
-    return build_snapshots(trace, window_ns, origin_ns)
+    if extent_ns is not None:
+        first_ns, last_ns = (_as_int("extent_ns", value) for value in extent_ns)
+        extent_ns = (first_ns, last_ns)
+    return build_snapshots(trace, window_ns, origin_ns, extent_ns)
 
 
 def _run_kernel(trace: pl.DataFrame, snaps: Snapshots) -> KernelResult:
@@ -123,7 +131,11 @@ def _warn_pathless(result: KernelResult, snaps: Snapshots) -> None:
 
 
 def critical_participation(
-    trace: TraceLike, window_ns: int, origin_ns: int | None = None
+    trace: TraceLike,
+    window_ns: int,
+    origin_ns: int | None = None,
+    *,
+    extent_ns: tuple[int, int] | None = None,
 ) -> pl.DataFrame:
     """Compute the CP of every edge in every tumbling window of a trace.
 
@@ -136,6 +148,12 @@ def critical_participation(
     origin_ns
         Start of window 0; default: the first ``start_ns`` floored to a
         multiple of ``window_ns``.
+    extent_ns
+        ``(first, last)`` event times of the whole trace, when ``trace`` is
+        only the rows of a larger trace that touch some windows (one
+        window's rows, a partition of a distributed trace): the first and
+        last windows' paths then start and end where the whole trace's do,
+        and those windows get the same CP as in the whole trace.
 
     Returns
     -------
@@ -166,7 +184,7 @@ def critical_participation(
     """
     window, origin = _check_window(window_ns, origin_ns)
     frame = _load(trace)
-    snaps = _snapshots(frame, window, origin)
+    snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
     _warn_pathless(result, snaps)
     return _cp_frame(frame, snaps, result)
@@ -204,9 +222,15 @@ def _cp_frame(
 
 
 def snapshot_stats(
-    trace: TraceLike, window_ns: int, origin_ns: int | None = None
+    trace: TraceLike,
+    window_ns: int,
+    origin_ns: int | None = None,
+    *,
+    extent_ns: tuple[int, int] | None = None,
 ) -> pl.DataFrame:
     """Describe each window's PAG: size, path count and whether paths span it.
+
+    Parameters are those of :func:`critical_participation`.
 
     Returns
     -------
@@ -232,7 +256,7 @@ def snapshot_stats(
     """
     window, origin = _check_window(window_ns, origin_ns)
     frame = _load(trace)
-    snaps = _snapshots(frame, window, origin)
+    snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
     log_n = result.log_paths
     has_paths = log_n > -np.inf

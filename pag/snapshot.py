@@ -282,8 +282,18 @@ def _sorted_vertex_ids(
     return ids, vertex_win, keys[1][one_of] - (origin + vertex_win * window)
 
 
-def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snapshots:
-    """Cut a validated trace into the PAG snapshots of every window."""
+def build_snapshots(
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int,
+    extent_ns: tuple[int, int] | None = None,
+) -> Snapshots:
+    """Cut a validated trace into the PAG snapshots of every window.
+
+    ``extent_ns`` is the (first, last) event time of the whole trace when
+    ``trace`` is only the part of it that touches some windows; by default
+    it is ``trace``'s own.
+    """
     start = trace["start_ns"].to_numpy().astype(np.int64, copy=False)
     end = trace["end_ns"].to_numpy().astype(np.int64, copy=False)
     src_code, dst_code, n_workers = _worker_codes(trace)
@@ -339,11 +349,14 @@ def build_snapshots(trace: pl.DataFrame, window_ns: int, origin_ns: int) -> Snap
             endpoints, origin_ns, window_ns
         )
     vertex_counts = np.unique(vertex_win, return_counts=True)[1]
+    if extent_ns is None:
+        extent_ns = (
+            min(int(start.min()), int(end.min())),
+            max(int(start.max()), int(end.max())),
+        )
     window_start = origin_ns + windows * window_ns
-    path_start = np.maximum(window_start, min(int(start.min()), int(end.min())))
-    path_end = np.minimum(
-        window_start + window_ns, max(int(start.max()), int(end.max()))
-    )
+    path_start = np.maximum(window_start, extent_ns[0])
+    path_end = np.minimum(window_start + window_ns, extent_ns[1])
     listed = np.repeat(np.arange(len(windows)), vertex_counts)
     vertex_at_start = vertex_time == (path_start - window_start)[listed]
     vertex_at_end = vertex_time == (path_end - window_start)[listed]

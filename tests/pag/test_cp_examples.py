@@ -524,3 +524,27 @@ def test_f_boundary_instant_joins_an_existing_later_window():
         pl.col("cp").sum()
     )
     assert sums["cp"].to_list() == approx([1, 1, 1])
+
+
+def test_a_window_computed_from_its_rows_alone_matches_the_whole_trace():
+    # GIVEN a trace from 3 to 27 with nothing running between 12 and 23
+    trace = trace_of(
+        ("a", "a", 3, 12, "processing", 0, 1),
+        ("a", "b", 12, 12, "control", 1, 0),
+        ("b", "b", 12, 15, "gc", 0, 1),
+        ("b", "b", 23, 27, "processing", 1, 2),
+    )
+    with pytest.warns(SnapshotWarning):
+        whole = critical_participation(trace, 10, 0)
+    touching = trace.filter(pl.col("end_ns") >= 20)
+    # WHEN window [20, 30) is computed from only the rows that touch it
+    with pytest.warns(SnapshotWarning):
+        part = critical_participation(touching, 10, 20, extent_ns=(3, 27))
+    alone = critical_participation(touching, 10, 20)
+    # THEN with the whole trace's extent it equals the whole trace's window
+    # (no path starts at 20: CP 0); from its own rows' extent it would not
+    expected = whole.filter(pl.col("window_start_ns") == 20)
+    columns = ("start_ns", "end_ns", "activity", "cp")
+    assert part.select(columns).rows() == expected.select(columns).rows()
+    assert part["cp"].sum() == 0.0
+    assert alone["cp"].sum() == 1.0
