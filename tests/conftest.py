@@ -38,3 +38,22 @@ def spark(spark_eventlog_dir: Path) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_kernel() -> None:
+    """Compile (or load) the numba CP kernel once, before any test uses it."""
+    import polars as pl
+
+    from sparktrail.pag import critical_participation
+
+    trace = pl.DataFrame(
+        {
+            "src_worker": ["a"],
+            "dst_worker": ["a"],
+            "start_ns": [0],
+            "end_ns": [1],
+            "activity": ["processing"],
+        }
+    )
+    critical_participation(trace, 1)

@@ -197,11 +197,7 @@ def follow_eventlog(
             # the polls to keep the follower under 1/(1 + PACING) of a core
             # next to the application it traces.
             busy = time.perf_counter() - began
-            delay = max(poll_s, FOLLOW_PACING * busy)
-            if stop is not None:
-                stop.wait(delay)
-            else:
-                time.sleep(delay)
+            _pause(reader, stop, poll_s, max(poll_s, FOLLOW_PACING * busy))
     except KeyboardInterrupt:
         pass
     reader.follow = False
@@ -215,6 +211,24 @@ def follow_eventlog(
     if on_batch is not None and written and stats is not None:
         on_batch(written[-1], stats)
     return written
+
+
+def _pause(
+    reader: EventLogReader,
+    stop: threading.Event | None,
+    poll_s: float,
+    seconds: float,
+) -> None:
+    """Wait ``seconds``, but return within ``poll_s`` once the log is complete
+    or ``stop`` is set, so the final batch is not held back by the pacing."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if reader.source().complete or (stop is not None and stop.is_set()):
+            return
+        if stop is not None:
+            stop.wait(min(poll_s, left))
+        else:
+            time.sleep(min(poll_s, left))
 
 
 def _write_batch(

@@ -9,15 +9,15 @@ import subprocess
 import sys
 import textwrap
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from eventlog_support import import_quietly, wait_for
 
 from sparktrail.pag.trace import read_trace
-from sparktrail.tracer import ImportStats, import_eventlog, jvm, live
+from sparktrail.tracer import jvm, live
 
 pytestmark = pytest.mark.integration
 
@@ -26,25 +26,6 @@ needs_javac = pytest.mark.skipif(
     shutil.which("javac") is None and not os.environ.get("JAVA_HOME"),
     reason="no JDK",
 )
-
-
-def wait_for(path: Path, needle: bytes, timeout: float = 20.0) -> None:
-    """Spark flushes its own event log at each job end, from its listener thread."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and needle in path.read_bytes():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} never appeared in {path}")
-
-
-def quiet_import(path: Path) -> tuple[pl.DataFrame, ImportStats]:
-    stats = ImportStats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        trace = import_eventlog(path, stats=stats)
-    assert stats.skipped_lines == 0
-    return trace, stats
 
 
 def per_task(trace: pl.DataFrame, jobs: list[int]) -> pl.DataFrame:
@@ -97,7 +78,7 @@ def test_trace_files_are_the_raw_log(traced: dict[str, Any]) -> None:
     assert any(p.name.startswith("appstatus_") for p in handle.log_dir.iterdir())
     assert not any(p.name.startswith(".") for p in handle.log_dir.iterdir())
     followed = read_trace(traced["out"]).sort(KEYS)
-    whole, stats = quiet_import(handle.log_dir)
+    whole, stats = import_quietly(handle.log_dir)
     assert stats.app_id == handle.app_id and stats.spark_version is not None
     assert final.rows == followed.height == whole.height
     assert followed.equals(whole.sort(KEYS))
@@ -107,7 +88,7 @@ def test_same_tasks_and_durations_as_sparks_own_log(traced: dict[str, Any]) -> N
     jobs = traced["jobs"]
     assert len(jobs) >= 2
     ours = per_task(read_trace(traced["out"]), jobs)
-    theirs = per_task(quiet_import(traced["spark_log"])[0], jobs)
+    theirs = per_task(import_quietly(traced["spark_log"])[0], jobs)
     assert ours["task_id"].n_unique() >= 8 + 2
     assert ours.equals(theirs)
     sleeper = ours.filter(pl.col("activity") == "processing")["ns"].max()
@@ -116,7 +97,7 @@ def test_same_tasks_and_durations_as_sparks_own_log(traced: dict[str, Any]) -> N
 
 def test_listener_received_every_task(traced: dict[str, Any]) -> None:
     final, running, jobs = traced["final"], traced["running"], traced["jobs"]
-    theirs = quiet_import(traced["spark_log"])[0]
+    theirs = import_quietly(traced["spark_log"])[0]
     tasks = theirs.filter(pl.col("job_id").is_in(jobs))["task_id"].drop_nulls()
     assert final.task_ends == tasks.n_unique()
     # Three header lines (log start, application start, environment) and, in
@@ -211,7 +192,7 @@ def test_spark_conf_installs_listener_at_startup(tmp_path: Path) -> None:
     assert root.name == f"eventlog_v2_{result['app']}"
     assert (root / f"appstatus_{result['app']}").exists()
     assert result["written"] == result["received"] + 1  # + the LogStart line
-    trace, stats = quiet_import(root)
+    trace, stats = import_quietly(root)
     assert stats.app_id == result["app"] and stats.tasks == result["tasks"] >= 6
     assert stats.spark_version is not None and stats.jobs >= 2
     assert result["files"] >= 1

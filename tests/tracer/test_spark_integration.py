@@ -5,16 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
+from eventlog_support import import_quietly, wait_for
 
 import sparktrail
-from sparktrail.tracer import ImportStats, import_eventlog
 
 pytestmark = pytest.mark.integration
 
@@ -24,25 +22,6 @@ def slow_job(sc: Any, seconds: float) -> None:
     import time as t
 
     sc.parallelize(range(8), 8).map(lambda x: t.sleep(seconds) if x == 3 else x).count()
-
-
-def wait_for(path: Path, needle: bytes, timeout: float = 20.0) -> None:
-    """Spark flushes the event log at each job end, from its listener thread."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and needle in path.read_bytes():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} never appeared in {path}")
-
-
-def import_quietly(path: Path) -> tuple[pl.DataFrame, ImportStats]:
-    stats = ImportStats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        trace = import_eventlog(path, stats=stats)
-    assert stats.skipped_lines == 0
-    return trace, stats
 
 
 def check_straggler(trace: pl.DataFrame, origin: int, end: int) -> None:
