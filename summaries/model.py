@@ -39,9 +39,6 @@ class HintOptions:
     skew_factor: float = 5.0
     #: parallelism: stages with at least this share of the critical path.
     parallelism_min_share: float = 0.30
-    #: parallelism target when no stage time is given: the stage's critical
-    #: time shrinks to this share of today's run.
-    parallelism_target_share: float = 0.15
     #: parallelism target stage time in seconds (overrides the share).
     target_stage_seconds: float | None = None
     #: scheduling_bound: scheduling + deserialization share, and the task

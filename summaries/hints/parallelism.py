@@ -8,10 +8,11 @@ share is at least ``parallelism_min_share``:
 * true rate per slot = records / useful time, summed over the stage's
   tasks; useful time is deserialization + processing + GC + shuffle write +
   result serialization (not scheduler delay, fetch wait or result fetch);
-* target time ``T*`` = ``target_stage_seconds`` if given, else the stage's
-  wall time (first launch to last task end) x ``parallelism_target_share``
-  / its CP share (its critical time shrinks to that share of today's run);
-  target rate = records / ``T*``;
+* target time ``T*`` = ``target_stage_seconds`` if given; target rate =
+  records / ``T*``. Without a target the only evidence for more slots is
+  capacity the stage left idle: when it ran on fewer slots than the
+  application has, ``T*`` is its useful time spread over all of them (so
+  ``pi`` = every slot); when it used them all, there is no hint;
 * ``pi = ceil(target rate / true rate per slot)`` (= ceil(useful time /
   ``T*``)) slots, and at least ``pi`` partitions so every slot has a task.
 
@@ -63,9 +64,10 @@ def parallelism(ctx: Context) -> list[Hint]:
             continue
         if opts.target_stage_seconds is not None:
             target_ns = opts.target_stage_seconds * 1e9
+        elif s["slots_now"] < ctx.total_slots():
+            target_ns = s["useful_ns"] / ctx.total_slots()
         else:
-            shrink = min(1.0, opts.parallelism_target_share / op["cp_share"])
-            target_ns = s["stage_time_ns"] * shrink
+            continue
         true_rate = s["records"] / s["useful_ns"] * 1e9  # records/s per slot
         target_rate = s["records"] / target_ns * 1e9
         pi = math.ceil(target_rate / true_rate - 1e-9)

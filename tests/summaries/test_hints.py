@@ -36,12 +36,29 @@ def test_balanced_trace_gives_no_hint():
     assert dict(frame.schema) == HINT_SCHEMA
 
 
-def test_balanced_trace_with_default_target_asks_only_for_parallelism():
-    # GIVEN the balanced trace: one stage is the whole critical path
-    # WHEN hints use the default target (its critical time to 15% of the run)
+def test_balanced_trace_without_a_target_gives_no_hint():
+    # GIVEN the balanced trace: one stage is the whole critical path, but it
+    # keeps every slot busy
+    # WHEN hints are computed without a stage target
     frame = hints(balanced(), 100)
-    # THEN the only hint is DS2's slot count
-    assert frame["kind"].to_list() == ["parallelism"]
+    # THEN there is no evidence that more slots would help: no hint
+    assert frame.is_empty()
+
+
+def test_parallelism_without_a_target_asks_for_the_idle_slots():
+    # GIVEN 4 slots that run a short stage 0, then a critical stage 1 of
+    # only 2 tasks (slots 2 and 3 idle meanwhile)
+    t = Trace()
+    for s in (0, 1, 2, 3):
+        t.task(f"exec-1/{s}", 0, [("processing", 10)], stage=0, records=10)
+    for s in (0, 1):
+        t.task(f"exec-1/{s}", 10, [("processing", 90)], stage=1, records=1000)
+    # WHEN hints are computed without a stage target
+    frame = hints(t.frame(), 100)
+    # THEN DS2 sizes the stage to every slot: pi = 4 slots and partitions
+    row, ev = only(frame, "parallelism")
+    assert row["stage_id"] == 1
+    assert (ev["pi"], ev["partitions"], ev["slots_now"]) == (4, 4, 2)
 
 
 def straggling_executor() -> pl.DataFrame:
