@@ -141,6 +141,8 @@ def trace_name(path: str | os.PathLike[str], app_id: str | None) -> str:
 
 #: A follower waits at least this many times as long as its last batch took.
 FOLLOW_PACING = 9.0
+#: Rows in one trace file written by a follower, at most.
+FOLLOW_MAX_ROWS = 100_000
 
 
 def follow_eventlog(
@@ -152,8 +154,11 @@ def follow_eventlog(
     stop: threading.Event | None = None,
     on_batch: Callable[[Path, ImportStats], None] | None = None,
     stats: ImportStats | None = None,
+    max_rows: int = FOLLOW_MAX_ROWS,
 ) -> list[Path]:
     """Import a log while it is written, one trace file per batch.
+
+    A batch of more than ``max_rows`` rows is written as several files.
 
     Every ``poll_s`` seconds (longer on large logs: the wait is at least
     ``FOLLOW_PACING`` times the last batch's work, so following uses at most
@@ -191,7 +196,7 @@ def follow_eventlog(
                 watermark = (model.max_ms - slack_ms) * MS
                 name = name or trace_name(path, model.stats.app_id)
                 emitted = _write_batch(
-                    model, False, emitted, watermark, out_dir, name, written
+                    model, False, emitted, watermark, out_dir, name, written, max_rows
                 )
             # Each batch rebuilds the model from every task so far, so pace
             # the polls to keep the follower under 1/(1 + PACING) of a core
@@ -205,7 +210,7 @@ def follow_eventlog(
         model.feed(event)
     _nothing_read(path, reader)
     name = name or trace_name(path, model.stats.app_id)
-    _write_batch(model, True, emitted, 1 << 62, out_dir, name, written)
+    _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
     if stats is not None:
         _fill_stats(stats, model, reader)
     if on_batch is not None and written and stats is not None:
@@ -239,15 +244,17 @@ def _write_batch(
     out_dir: str | os.PathLike[str],
     name: str,
     written: list[Path],
+    max_rows: int,
 ) -> int:
     if watermark <= emitted:
         return emitted
     frame = model.build(final=final, settled=True)
     fixed = pl.col("settled_ns")
     batch = frame.filter((fixed > emitted) & (fixed <= watermark)).drop("settled_ns")
-    if batch.height:
+    # Files of at most max_rows keep each one cheap to read while live.
+    for offset in range(0, batch.height, max_rows):
         target = Path(out_dir) / f"{name}-{len(written):06d}.arrow"
-        written.append(write_trace(batch, target))
+        written.append(write_trace(batch.slice(offset, max_rows), target))
     return watermark
 
 

@@ -59,3 +59,15 @@ def test_follow_stops_on_event(tmp_path: Path) -> None:
     timer.cancel()
     frame = pl.concat([read_trace(f) for f in files]) if files else None
     assert frame is None or frame["task_id"].is_null().all()
+
+
+def test_follow_splits_large_batches_into_files_of_max_rows(tmp_path: Path) -> None:
+    # GIVEN a finished log of 73 trace rows
+    log = tmp_path / "app"
+    log.write_bytes(LOG.read_bytes())
+    # WHEN it is followed with files of at most 20 rows
+    files = follow_eventlog(log, tmp_path / "out", poll_s=0.05, max_rows=20)
+    # THEN the rows are spread over files of at most 20 rows, none lost
+    sizes = [read_trace(f).height for f in files]
+    assert max(sizes) <= 20 and len(files) >= 4
+    assert sum(sizes) == import_eventlog(log).height
