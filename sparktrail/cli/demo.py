@@ -34,7 +34,10 @@ def _session(master: str) -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
+        # Let the skewed join show its skew: no adaptive skew handling and no
+        # broadcast of its small side (which would avoid the shuffle).
         .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
         .getOrCreate()
     )
 
