@@ -17,7 +17,7 @@ from .model import HintOptions, Summaries
 from .operator import operator_summary
 from .straggler import executor_summary, straggler_summary
 
-__all__ = ["summarize", "window_stats"]
+__all__ = ["summaries_from_cp", "summarize", "window_stats"]
 
 
 def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
@@ -82,7 +82,50 @@ def summarize(
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )
-    cp = enrich(critical_participation(frame, window_ns, origin_ns), frame)
+    cp = critical_participation(frame, window_ns, origin_ns)
+    return summaries_from_cp(cp, frame, window_ns, origin_ns, options)
+
+
+def summaries_from_cp(
+    cp: pl.DataFrame,
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None = None,
+    options: HintOptions | None = None,
+) -> Summaries:
+    """Every summary and hint from a CP table already computed.
+
+    The part of :func:`summarize` after the CP kernel, shared by the engines
+    that compute CP elsewhere (:mod:`~sparktrail.summaries.spark_engine`),
+    so that every engine runs the same summary transforms.
+
+    Parameters
+    ----------
+    cp
+        The CP table of :func:`~sparktrail.pag.critical_participation` of
+        ``trace`` (or an equal one: same rows, sorted by window then
+        ``edge_index``).
+    trace
+        The validated trace.
+    window_ns, origin_ns, options
+        As for :func:`summarize`.
+
+    Returns
+    -------
+    Summaries
+        What :func:`summarize` returns.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> frame = validate_trace(t)
+    >>> s = summaries_from_cp(critical_participation(frame, 4), frame, 4)
+    >>> s.activity["cp_share"].to_list()
+    [1.0]
+    """
+    frame = trace
+    cp = enrich(cp, frame)
     if origin_ns is None:
         first = cp["window_start_ns"].min() if len(cp) else 0
         origin_ns = int(first)  # type: ignore[arg-type]

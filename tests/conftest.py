@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ def spark(spark_eventlog_dir: Path) -> Iterator[Any]:
     every job end, so a test can import it after its jobs finished.
     """
     pyspark_sql = pytest.importorskip("pyspark.sql")
+    # Python workers must run this interpreter (with polars, numba), not
+    # whatever "python3" is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
         pyspark_sql.SparkSession.builder.master("local[2]")
         .appName("sparktrail-tests")

@@ -10,7 +10,6 @@ list on stdout and everything else on stderr.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import warnings
@@ -146,11 +145,11 @@ def summarize_with(engine: str, trace: pl.DataFrame, window_ns: int) -> Summarie
     if engine != "spark":
         return summarize(trace, window_ns)
     try:
-        engine_module = importlib.import_module("sparktrail.summaries.spark_engine")
-    except ImportError as err:
+        from sparktrail.summaries.spark_engine import summarize_spark
+
+        return summarize_spark(trace, window_ns)
+    except ImportError as err:  # pyspark (and pandas) are an optional extra
         raise ValueError(f"the spark engine is not available: {err}") from err
-    result: Summaries = engine_module.summarize_spark(trace, window_ns)
-    return result
 
 
 def hints_json(hints: pl.DataFrame) -> list[dict[str, Any]]:

@@ -33,13 +33,13 @@ __all__ = ["parallelism"]
 
 def _stage(tasks: pl.DataFrame, stage_id: int) -> dict[str, float]:
     rows = tasks.filter(pl.col("stage_id") == stage_id)
+    # A stage whose rows carry no task ids (a hand-made trace) has no tasks.
+    span = rows.select(pl.col("end_ns").max() - pl.col("launch_ns").min()).item()
     return {
         "tasks": len(rows),
         "records": float(rows["records"].sum()),
         "useful_ns": float(rows["useful_ns"].sum()),
-        "stage_time_ns": float(
-            rows.select(pl.col("end_ns").max() - pl.col("launch_ns").min()).item()
-        ),
+        "stage_time_ns": float(span or 0),
         "slots_now": rows["worker"].n_unique(),
     }
 

@@ -238,3 +238,20 @@ def test_hints_round_trip_through_parquet_and_json(tmp_path):
     assert back.equals(frame)
     assert all(isinstance(json.loads(e), dict) for e in back["evidence"])
     assert pl.read_json(frame.write_json().encode()).equals(frame)
+
+
+def test_a_critical_stage_without_task_ids_gives_no_parallelism_hint():
+    # GIVEN a stage whose rows name no task (a hand-made trace)
+    trace = pl.DataFrame(
+        {
+            "src_worker": ["exec-1/0", "exec-1/1"],
+            "dst_worker": ["exec-1/0", "exec-1/1"],
+            "start_ns": [0, 0],
+            "end_ns": [100 * MS, 100 * MS],
+            "activity": ["processing", "processing"],
+            "stage_id": [0, 0],
+            "operator": ["stage 0: x", "stage 0: x"],
+        }
+    )
+    # WHEN hints are computed  THEN none, and no crash
+    assert "parallelism" not in hints(trace, 100)["kind"].to_list()
