@@ -27,8 +27,13 @@ def slow_job(sc: Any, seconds: float) -> None:
 
 def check_straggler(trace: pl.DataFrame, origin: int, end: int) -> None:
     """The sleeping task's slot and stage carry most CP in [origin, end)."""
+    # The shared session's log also holds other tests' jobs (some with their
+    # own sleeping tasks): look only at tasks inside [origin, end].
     tasks = trace.filter(
-        pl.col("task_id").is_not_null() & (pl.col("activity") != "control")
+        pl.col("task_id").is_not_null()
+        & (pl.col("activity") != "control")
+        & (pl.col("start_ns") >= origin)
+        & (pl.col("end_ns") <= end)
     )
     per_task = tasks.group_by("task_id", "stage_id", "src_worker").agg(
         (pl.col("end_ns") - pl.col("start_ns")).sum().alias("length")
