@@ -353,6 +353,10 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
             text=text,
             colorscale=CP_COLOURSCALE,
             zmin=0,
+            # Fixed bounds: with one distinct value (often all 0: Spark's
+            # control messages take no time) plotly would centre the scale on
+            # it and label negative shares.
+            zmax=max(float(rows["cp_share"].max() or 0.0), 0.01),  # type: ignore[arg-type]
             colorbar={"title": "CP share", "tickformat": ".0%"},
             hovertemplate=(
                 "%{y} → %{x}<br>%{text}<br>CP share %{z:.2%}<extra></extra>"

@@ -23,7 +23,14 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 #: Subcommand name -> module under sparktrail.cli.
-SUBCOMMANDS = {"import": "import_", "cp": "cp", "demo": "demo", "profile": "profile"}
+SUBCOMMANDS = {
+    "import": "import_",
+    "cp": "cp",
+    "demo": "demo",
+    "profile": "profile",
+    "live": "live",
+    "serve": "serve",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

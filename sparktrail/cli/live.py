@@ -1,0 +1,110 @@
+"""``sparktrail live TRACE_DIR``: profile a trace directory as it grows.
+
+Follows TRACE_DIR, closes each window once the watermark (latest event
+minus ``--lateness``) has passed its end, and appends its CP, summaries and
+hints to ``TRACE_DIR/.sparktrail/store/`` (see
+:mod:`sparktrail.summaries.store`). A restart resumes from the store's
+checkpoint. ``--once`` processes what is there and exits; Ctrl-C stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sparktrail.summaries.online import ClosedWindow, OnlinePipeline
+
+from ._units import parse_duration_ns
+
+__all__ = ["parse_lateness_ns", "register", "run"]
+
+
+def parse_lateness_ns(text: str) -> int:
+    """A duration like ``2s``, or ``0`` for no lateness.
+
+    >>> parse_lateness_ns("0"), parse_lateness_ns("500ms")
+    (0, 500000000)
+    """
+    if text.strip() in {"0", "0s", "0ms"}:
+        return 0
+    return parse_duration_ns(text)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``live`` subcommand to ``subparsers``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "live",
+        help="profile a growing trace directory window by window",
+        description=(
+            "Follow TRACE_DIR as trace files land, close each window when the "
+            "watermark passes its end, and store its CP and summaries under "
+            "TRACE_DIR/.sparktrail/store/."
+        ),
+    )
+    parser.add_argument("trace_dir", type=Path, help="directory of *.arrow files")
+    parser.add_argument(
+        "--window",
+        type=parse_duration_ns,
+        default="1s",
+        help="window length with a unit, e.g. 1s or 250ms (default: 1s)",
+    )
+    parser.add_argument(
+        "--lateness",
+        type=parse_lateness_ns,
+        default="2s",
+        help="how late a trace row may arrive (default: 2s)",
+    )
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=0.5,
+        help="seconds between looks at the directory (default: 0.5)",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="process the files there now, close windows up to the watermark, exit",
+    )
+    parser.add_argument(
+        "--final",
+        action="store_true",
+        help="with --once: the trace is complete, close every window",
+    )
+    parser.set_defaults(run=run)
+
+
+def _report(window: ClosedWindow) -> str:
+    start = dt.datetime.fromtimestamp(window.start_ns / 1e9, tz=dt.timezone.utc)
+    top = window.summaries.activity.head(1).rows(named=True)
+    lead = f"{top[0]['activity']} {top[0]['cp_share']:.0%}" if top else "no path"
+    hints = len(window.summaries.hints)
+    return f"window {start:%H:%M:%S.%f} UTC: {lead}, {hints} hint(s)"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the online pipeline on ``args.trace_dir``; returns the exit code."""
+    if args.final and not args.once:
+        raise ValueError("--final needs --once (a live run never knows the end)")
+    pipeline = OnlinePipeline(args.trace_dir, args.window, args.lateness)
+    total = 0
+    try:
+        while True:
+            for window in pipeline.poll(final=args.final):
+                total += 1
+                print(_report(window), flush=True)
+            if args.once:
+                break
+            time.sleep(args.poll)
+    except KeyboardInterrupt:
+        print("sparktrail: stopped", file=sys.stderr)
+    print(
+        f"{total} window(s) closed; store: {pipeline.store.root}; "
+        f"corrupt files skipped: {pipeline.corrupt_files}; "
+        f"late rows: {pipeline.late_rows}",
+        file=sys.stderr,
+    )
+    return 0

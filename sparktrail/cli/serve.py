@@ -1,0 +1,89 @@
+"""``sparktrail serve``: the live dashboard in a browser.
+
+``sparktrail serve TRACE_DIR`` runs the online pipeline on TRACE_DIR (as
+``sparktrail live`` does) in a background thread and shows each window as
+it closes; ``sparktrail serve --report OUT_DIR`` shows the summaries that
+``sparktrail profile`` wrote. The server binds 127.0.0.1 unless ``--host``
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from sparktrail.dashboard.app import create_app
+from sparktrail.dashboard.live import (
+    LiveLoader,
+    SnapshotSource,
+    StaticSource,
+    UpdateThread,
+    load_report,
+)
+
+from ._units import parse_duration_ns
+from .live import parse_lateness_ns
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` subcommand to ``subparsers``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="show a live trace directory (or a finished report) in a browser",
+        description=(
+            "Serve the sparktrail dashboard: profile TRACE_DIR window by window "
+            "as it grows, or show OUT_DIR/summaries of `sparktrail profile` "
+            "(--report)."
+        ),
+    )
+    parser.add_argument(
+        "trace_dir", type=Path, nargs="?", help="directory of *.arrow trace files"
+    )
+    parser.add_argument(
+        "--report", type=Path, metavar="OUT_DIR", help="a `sparktrail profile` output"
+    )
+    parser.add_argument(
+        "--window",
+        type=parse_duration_ns,
+        default="1s",
+        help="window length with a unit (default: 1s)",
+    )
+    parser.add_argument(
+        "--lateness",
+        type=parse_lateness_ns,
+        default="2s",
+        help="how late a trace row may arrive (default: 2s)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8050, help="default: 8050")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; returns the exit code."""
+    if (args.trace_dir is None) == (args.report is None):
+        raise ValueError("give either TRACE_DIR or --report OUT_DIR")
+    thread: UpdateThread | None = None
+    source: SnapshotSource
+    if args.report is not None:
+        source = StaticSource(load_report(args.report))
+    else:
+        loader = LiveLoader(args.trace_dir, args.window, args.lateness)
+        thread = UpdateThread(loader.step, source=str(args.trace_dir))
+        thread.start()
+        source = thread
+    app = create_app(source)
+    print(
+        f"sparktrail dashboard on http://{args.host}:{args.port}/ (Ctrl-C stops)",
+        file=sys.stderr,
+    )
+    try:
+        app.run(host=args.host, port=args.port, debug=False)
+    finally:
+        if thread is not None:
+            thread.stop()
+    return 0

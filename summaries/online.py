@@ -1,0 +1,459 @@
+"""Online profiling: follow a trace directory and close windows as they settle.
+
+:class:`OnlinePipeline` reads the trace files that land in a directory,
+keeps the rows of windows that are still open, and closes a window once
+the watermark, the latest event time seen minus ``lateness_ns``, has
+passed its end. A closed window's CP, its summaries and its hints go to
+the store (:mod:`~sparktrail.summaries.store`) under the trace directory.
+
+Assumptions
+-----------
+* Windows are ``[k * window_ns, (k + 1) * window_ns)``: multiples of the
+  window length since the Unix epoch, the windows
+  :func:`~sparktrail.pag.critical_participation` uses by default.
+* A trace row arrives at most ``lateness_ns`` after the latest event seen
+  when it arrives. A later row whose time lies in a closed window is
+  counted in ``late_rows`` and kept only for the windows still open.
+* Trace files are complete when they appear under their final name
+  (:func:`~sparktrail.pag.write_trace` renames them into place) and do not
+  change afterwards; names starting with a dot (temporary files, the
+  store) are skipped. A file that cannot be read is skipped with a
+  :class:`TraceFileWarning` and counted, and read again if its size changes.
+
+CP of a closed window
+---------------------
+Only the rows that touch the window go into its computation, clipped to
+it, with ``extent_ns`` = (first event seen, latest event seen): a window in
+the middle of a run has paths from ``ts`` to ``te`` (the latest event lies
+past ``te`` once the watermark passed it); the first window's paths start
+at the trace's first event. Each closed window therefore gets the CP that
+:func:`~sparktrail.pag.critical_participation` of the whole trace gives it.
+``edge_index`` in the stored CP rows is the row's position in the
+concatenation of the trace files in the order they were consumed.
+
+Summaries and hints are computed per window, from that window's CP rows
+and the trace rows touching it (so a task's facts, such as its duration,
+are whole, but a stage's median task is taken over the tasks touching the
+window).
+
+Restart
+-------
+The checkpoint names every file consumed (size, rows, row offset, and the
+range of its event times), the end of the last closed window and the
+counters. A new pipeline on the same directory re-reads only the files
+that may still touch an open window and closes no window twice; windows
+written after the last checkpoint (a crash in between) count as closed.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sparktrail.pag import CycleError, critical_participation
+from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
+
+from .model import HintOptions
+from .pipeline import summaries_from_cp
+from .store import StoredWindow, WindowStore, store_dir
+
+__all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
+
+CHECKPOINT_VERSION = 1
+ROW = "_row"  # global row number, carried through as an extra trace column
+
+#: A closed window as the pipeline returns it (the same as the store holds).
+ClosedWindow = StoredWindow
+
+_LOCAL = pl.col("src_worker") == pl.col("dst_worker")
+_INTERVAL = _LOCAL & (pl.col("end_ns") > pl.col("start_ns"))
+_first_event = pl.min_horizontal("start_ns", "end_ns")
+_last_event = pl.max_horizontal("start_ns", "end_ns")
+
+
+class TraceFileWarning(UserWarning):
+    """A trace file that could not be read; the pipeline skipped it."""
+
+
+@dataclass
+class _FileEntry:
+    size: int
+    rows: int
+    offset: int
+    min_ns: int | None
+    max_ns: int | None
+
+
+def _floor(value: int, step: int) -> int:
+    return (value // step) * step
+
+
+def _ceil(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def touching(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+    """The rows that put an edge into window ``[ts, te)``'s PAG.
+
+    A local activity of positive length when it overlaps the window; any
+    other row (a message, an instant) when both its ends lie in ``[ts, te]``.
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a", "a"], "dst_worker": ["a", "b", "a"],
+    ...     "start_ns": [0, 5, 9], "end_ns": [12, 11, 10], "activity": ["gc"] * 3})
+    >>> touching(t, 0, 10)["start_ns"].to_list()
+    [0, 9]
+    """
+    overlaps = (pl.col("start_ns") < te) & (pl.col("end_ns") > ts)
+    inside = (_first_event >= ts) & (_last_event <= te)
+    return rows.filter(pl.when(_INTERVAL).then(overlaps).otherwise(inside))
+
+
+def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+    """Clip local activities to ``[ts, te]`` the way a window's snapshot does.
+
+    A clipped start gets a seq below every other, a clipped end one above,
+    so it precedes (follows) every other event of its worker at that time,
+    as in :mod:`~sparktrail.pag.snapshot`; the window's PAG is unchanged
+    and no edge reaches into a neighbouring window.
+    """
+    if rows.is_empty():
+        return rows
+    seqs = rows.select(
+        pl.min_horizontal(pl.col("src_seq").min(), pl.col("dst_seq").min()).alias("a"),
+        pl.max_horizontal(pl.col("src_seq").max(), pl.col("dst_seq").max()).alias("b"),
+    ).row(0)
+    seq_lo, seq_hi = int(seqs[0]) - 1, int(seqs[1]) + 1
+    early = _INTERVAL & (pl.col("start_ns") < ts)
+    late = _INTERVAL & (pl.col("end_ns") > te)
+    return rows.with_columns(
+        pl.when(early).then(pl.lit(ts)).otherwise("start_ns").alias("start_ns"),
+        pl.when(early).then(pl.lit(seq_lo)).otherwise("src_seq").alias("src_seq"),
+        pl.when(late).then(pl.lit(te)).otherwise("end_ns").alias("end_ns"),
+        pl.when(late).then(pl.lit(seq_hi)).otherwise("dst_seq").alias("dst_seq"),
+    )
+
+
+def listed_windows(rows: pl.DataFrame, window_ns: int, lo: int, hi: int) -> list[int]:
+    """Starts of the windows in ``[lo, hi)`` that ``rows`` make exist.
+
+    A window exists when a local activity of positive length overlaps it,
+    or an instant (message) lies in it and it is the earliest window that
+    holds both ends (:mod:`~sparktrail.pag.snapshot`).
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [0, 25], "end_ns": [15, 28], "activity": ["gc", "data"]})
+    >>> listed_windows(t, 10, 0, 40)
+    [0, 10, 20]
+    """
+    if rows.is_empty():
+        return []
+    w = window_ns
+    first = (
+        pl.when(_INTERVAL)
+        .then(pl.col("start_ns") // w)
+        .otherwise((_last_event - 1) // w)
+    )
+    last = pl.when(_INTERVAL).then((pl.col("end_ns") - 1) // w).otherwise(first)
+    instant_ok = _INTERVAL | (((_last_event - 1) // w) <= (_first_event // w))
+    ranges = rows.select(
+        pl.max_horizontal(first, pl.lit(lo // w)).alias("a"),
+        pl.min_horizontal(last, pl.lit(hi // w - 1)).alias("b"),
+        instant_ok.alias("ok"),
+    ).filter(pl.col("ok") & (pl.col("a") <= pl.col("b")))
+    starts = (
+        ranges.select(pl.int_ranges("a", pl.col("b") + 1).alias("k"))
+        .explode("k")
+        .unique()
+        .sort("k")["k"]
+    )
+    return [int(k) * w for k in starts]
+
+
+class OnlinePipeline:
+    """Follow a trace directory; close, compute and store windows as they settle.
+
+    Parameters
+    ----------
+    trace_dir
+        Directory the trace files land in (need not exist yet).
+    window_ns
+        Window length in nanoseconds (> 0).
+    lateness_ns
+        How far behind the latest event a row may still arrive (>= 0).
+    options
+        Hint thresholds (default :class:`HintOptions`).
+
+    Raises
+    ------
+    ValueError
+        If a length is out of range, or the store was written with another
+        window length.
+
+    Attributes
+    ----------
+    corrupt_files, late_rows, failed_windows : int
+        Files skipped as unreadable; rows that arrived after their window
+        closed; windows whose PAG had a cycle (skipped, with a warning).
+    """
+
+    def __init__(
+        self,
+        trace_dir: str | Path,
+        window_ns: int,
+        lateness_ns: int,
+        options: HintOptions | None = None,
+    ) -> None:
+        if window_ns <= 0:
+            raise ValueError(f"window_ns must be positive, got {window_ns!r}")
+        if lateness_ns < 0:
+            raise ValueError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
+        self.trace_dir = Path(trace_dir)
+        self.window_ns = window_ns
+        self.lateness_ns = lateness_ns
+        self.options = options
+        self.store = WindowStore(store_dir(trace_dir))
+        self._files: dict[str, _FileEntry] = {}
+        self._corrupt: dict[str, int] = {}
+        self._next_row = 0
+        self._first: int | None = None
+        self._last: int | None = None
+        self._closed_until: int | None = None
+        # Rows before this were consumed by a checkpointed poll; rows in
+        # windows written after the checkpoint (a crash) are not late.
+        self._late_until: int | None = None
+        self.late_rows = 0
+        self.failed_windows = 0
+        self._rows: pl.DataFrame | None = None
+        self._resume()
+
+    # -- state -------------------------------------------------------------
+
+    @property
+    def corrupt_files(self) -> int:
+        """How many trace files were skipped as unreadable."""
+        return len(self._corrupt)
+
+    @property
+    def closed_until_ns(self) -> int | None:
+        """End of the last closed window (every window before it is closed)."""
+        return self._closed_until
+
+    @property
+    def watermark_ns(self) -> int | None:
+        """Latest event time seen minus the lateness (None before any row)."""
+        return None if self._last is None else self._last - self.lateness_ns
+
+    @property
+    def buffered_rows(self) -> int:
+        """Rows held in memory for the windows still open."""
+        return 0 if self._rows is None else len(self._rows)
+
+    def _resume(self) -> None:
+        checkpoint = self.store.read_checkpoint()
+        if checkpoint is not None:
+            self._load_checkpoint(checkpoint)
+        starts = self.store.window_starts()
+        if starts:  # windows written after the last checkpoint are closed too
+            end = starts[-1] + self.window_ns
+            if self._closed_until is None or end > self._closed_until:
+                self._closed_until = end
+        if checkpoint is not None:
+            self._reread_open_files()
+
+    def _load_checkpoint(self, data: dict[str, Any]) -> None:
+        path = self.store.root / "checkpoint.json"
+        if data.get("version") != CHECKPOINT_VERSION:
+            raise ValueError(
+                f"{path}: unknown checkpoint version {data.get('version')}"
+            )
+        if data["window_ns"] != self.window_ns:
+            raise ValueError(
+                f"{path}: the store holds windows of {data['window_ns']} ns, not "
+                f"{self.window_ns} ns; use that window or remove {self.store.root}"
+            )
+        self._files = {name: _FileEntry(**e) for name, e in data["files"].items()}
+        self._corrupt = dict(data["corrupt"])
+        self._next_row = int(data["next_row"])
+        self._first = data["first_event_ns"]
+        self._last = data["last_event_ns"]
+        self._closed_until = data["closed_until_ns"]
+        self._late_until = self._closed_until
+        self.late_rows = int(data["late_rows"])
+        self.failed_windows = int(data["failed_windows"])
+
+    def _reread_open_files(self) -> None:
+        """Rebuild the buffer from consumed files that may touch open windows."""
+        for name, entry in list(self._files.items()):
+            path = self.trace_dir / name
+            if not path.is_file() or path.stat().st_size != entry.size:
+                del self._files[name]  # changed or gone: read again as new
+                continue
+            if entry.max_ns is None or (
+                self._closed_until is not None and entry.max_ns < self._closed_until
+            ):
+                continue
+            frame = self._read(path)
+            if frame is not None:
+                self._buffer(frame, entry.offset, count_late=False)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The state a restart needs, as JSON-ready data."""
+        return {
+            "version": CHECKPOINT_VERSION,
+            "window_ns": self.window_ns,
+            "lateness_ns": self.lateness_ns,
+            "closed_until_ns": self._closed_until,
+            "first_event_ns": self._first,
+            "last_event_ns": self._last,
+            "next_row": self._next_row,
+            "late_rows": self.late_rows,
+            "failed_windows": self.failed_windows,
+            "files": {name: vars(e) for name, e in self._files.items()},
+            "corrupt": self._corrupt,
+        }
+
+    # -- reading -----------------------------------------------------------
+
+    def _new_files(self) -> list[tuple[str, Path, int]]:
+        if not self.trace_dir.is_dir():
+            return []
+        found = []
+        for path in sorted(self.trace_dir.rglob(f"*{TRACE_SUFFIX}")):
+            name = path.relative_to(self.trace_dir).as_posix()
+            if any(part.startswith(".") for part in name.split("/")):
+                continue
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                continue
+            if name in self._files or self._corrupt.get(name) == size:
+                continue
+            found.append((name, path, size))
+        return found
+
+    def _read(self, path: Path) -> pl.DataFrame | None:
+        try:
+            return read_trace(path)
+        except FileNotFoundError:
+            return None
+
+    def _consume(self, name: str, path: Path, size: int) -> None:
+        try:
+            frame = self._read(path)
+        except TraceError as err:
+            self._corrupt[name] = size
+            warnings.warn(
+                f"skipped trace file {path}: {err}", TraceFileWarning, stacklevel=4
+            )
+            return
+        if frame is None:
+            return
+        self._corrupt.pop(name, None)
+        bounds = frame.select(
+            _first_event.min().alias("a"), _last_event.max().alias("b")
+        ).row(0)
+        self._files[name] = _FileEntry(size, len(frame), self._next_row, *bounds)
+        self._buffer(frame, self._next_row, count_late=True)
+        self._next_row += len(frame)
+
+    def _buffer(self, frame: pl.DataFrame, offset: int, *, count_late: bool) -> None:
+        if frame.is_empty():
+            return
+        frame = frame.with_row_index(ROW, offset=offset).with_columns(
+            pl.col(ROW).cast(pl.Int64)
+        )
+        first, last = frame.select(
+            _first_event.min().alias("a"), _last_event.max().alias("b")
+        ).row(0)
+        self._first = first if self._first is None else min(self._first, first)
+        self._last = last if self._last is None else max(self._last, last)
+        if count_late and self._late_until is not None:
+            self.late_rows += frame.filter(_first_event < self._late_until).height
+        if self._closed_until is not None:
+            frame = frame.filter(_last_event >= self._closed_until)
+        if self._rows is None:
+            self._rows = frame
+        else:
+            self._rows = pl.concat([self._rows, frame], how="diagonal_relaxed")
+
+    # -- closing -----------------------------------------------------------
+
+    def poll(self, *, final: bool = False) -> list[ClosedWindow]:
+        """Read new trace files and close every window the watermark passed.
+
+        Parameters
+        ----------
+        final
+            The trace is complete: close every window up to the last event.
+
+        Returns
+        -------
+        list of ClosedWindow
+            The windows closed by this call, in time order (already written
+            to the store, and the checkpoint after them).
+        """
+        for name, path, size in self._new_files():
+            self._consume(name, path, size)
+        if self._last is None or self._first is None:
+            return []
+        w = self.window_ns
+        if final:
+            until = _ceil(self._last, w)
+        else:
+            until = _floor(self._last - self.lateness_ns, w)
+        start = self._closed_until
+        if start is None:
+            start = _floor(self._first, w)
+        if until <= start:
+            return []
+        closed = []
+        rows = self._rows if self._rows is not None else pl.DataFrame()
+        for ts in listed_windows(rows, w, start, until):
+            window = self._close(rows, ts)
+            if window is not None:
+                self.store.write_window(window)
+                closed.append(window)
+        self._closed_until = self._late_until = until
+        if self._rows is not None:
+            self._rows = self._rows.filter(_last_event >= until)
+        self.store.write_checkpoint(self.checkpoint())
+        return closed
+
+    def _close(self, rows: pl.DataFrame, ts: int) -> ClosedWindow | None:
+        assert self._first is not None and self._last is not None
+        te = ts + self.window_ns
+        near = touching(rows, ts, te)
+        try:
+            with warnings.catch_warnings():
+                # Clipped rows may open a pathless neighbour window; only
+                # this window is kept (its ``windows`` frame says if it has
+                # paths).
+                warnings.simplefilter("ignore", SnapshotWarning)
+                cp = critical_participation(
+                    clip(near, ts, te),
+                    self.window_ns,
+                    ts,
+                    extent_ns=(self._first, self._last),
+                )
+        except CycleError as err:
+            self.failed_windows += 1
+            warnings.warn(
+                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=3
+            )
+            return None
+        cp = cp.filter(pl.col("window_start_ns") == ts)
+        if cp.is_empty():
+            return None
+        summaries = summaries_from_cp(cp, near, self.window_ns, ts, self.options)
+        rows_global = near[ROW].gather(cp["edge_index"])
+        return ClosedWindow(
+            start_ns=ts,
+            end_ns=te,
+            cp=cp.with_columns(rows_global.alias("edge_index")),
+            summaries=summaries,
+        )

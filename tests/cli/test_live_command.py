@@ -1,0 +1,65 @@
+"""``sparktrail live`` and ``sparktrail serve --report`` without a browser."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sparktrail.cli import main
+from sparktrail.dashboard.app import GRAPHS, page_figures
+from sparktrail.dashboard.live import LATEST, load_report
+from sparktrail.pag import write_trace
+from sparktrail.summaries.store import WindowStore, store_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synthetic import barrier_trace
+
+
+@pytest.fixture
+def trace_dir(tmp_path: Path) -> Path:
+    trace = barrier_trace(1500, workers=8, seed=2).with_columns(
+        pl.int_range(pl.len()).alias("task_id")
+    )
+    write_trace(trace, tmp_path / "trace" / "part-000.arrow")
+    return tmp_path / "trace"
+
+
+def test_live_once_closes_windows_up_to_the_watermark(
+    trace_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN live runs once, then once more on the same directory
+    args = ["live", str(trace_dir), "--window", "500us", "--lateness", "1ms"]
+    assert main([*args, "--once"]) == 0
+    first = WindowStore(store_dir(trace_dir)).window_starts()
+    assert main([*args, "--once"]) == 0
+    # THEN windows were stored once, and the second run closed none
+    assert first
+    assert WindowStore(store_dir(trace_dir)).window_starts() == first
+    assert "0 window(s) closed" in capsys.readouterr().err
+    # ... and --final closes the rest
+    assert main([*args, "--once", "--final"]) == 0
+    assert len(WindowStore(store_dir(trace_dir)).window_starts()) > len(first)
+
+
+def test_serve_needs_exactly_one_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    assert "either TRACE_DIR or --report" in capsys.readouterr().err
+
+
+def test_a_profile_output_loads_as_a_finished_snapshot(
+    trace_dir: Path, tmp_path: Path
+) -> None:
+    # GIVEN the output of sparktrail profile
+    out = tmp_path / "out"
+    assert main(["profile", str(trace_dir), "-o", str(out), "--window", "1ms"]) == 0
+    # WHEN it is loaded for serve --report
+    snapshot = load_report(out)
+    # THEN it is one whole-run view, not live, and every graph can be drawn
+    assert not snapshot.live
+    assert len(snapshot.windows) == 1
+    figures = page_figures(snapshot, LATEST)
+    assert sorted(figures) == sorted(GRAPHS)
+    assert len(figures["activity-summary"].data) > 0

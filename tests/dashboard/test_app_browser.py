@@ -1,0 +1,234 @@
+"""The live dashboard in a real headless Chromium, on a real trace directory.
+
+The shared event log is imported, split in two trace files by time, and
+served by ``create_app`` over an ``UpdateThread`` running the online
+pipeline; the second file lands while the page is open.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import shutil
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from sparktrail.dashboard.app import GRAPHS, create_app
+from sparktrail.dashboard.live import LiveLoader, UpdateThread
+from sparktrail.pag import write_trace
+
+pytestmark = pytest.mark.integration
+
+EVENTLOG = Path("/work/shared/eventlogs/local-1532512550423")
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+S = 1_000_000_000
+SCREENSHOT = Path("/tmp/sparktrail-dashboard.png")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+)
+WAIT = 20.0
+
+MISSING = "needs selenium, chromium, chromedriver and the shared event log"
+if os.environ.get("CI"):
+    # CI installs all of them (.ci/run): a skip there would hide a failure.
+    webdriver = importlib.import_module("selenium.webdriver")
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists() and EVENTLOG.exists(), MISSING
+else:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists() and EVENTLOG.exists()):
+        pytest.skip(MISSING, allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def halves() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The shared log's trace split at +13 s (after its first job), by row end."""
+    from sparktrail.tracer import import_eventlog
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = import_eventlog(EVENTLOG, progress=False)
+    last = pl.max_horizontal("start_ns", "end_ns")
+    cut = int(trace["start_ns"].min()) + 13 * S  # type: ignore[arg-type]
+    return trace.filter(last <= cut), trace.filter(last > cut)
+
+
+@pytest.fixture
+def live(
+    tmp_path: Path, halves: tuple[pl.DataFrame, pl.DataFrame]
+) -> Iterator[tuple[str, UpdateThread, Path]]:
+    """The app on the first half of the trace: (url, update thread, trace dir)."""
+    from werkzeug.serving import make_server
+
+    trace_dir = tmp_path / "trace"
+    write_trace(halves[0], trace_dir / "part-000.arrow")
+    thread = UpdateThread(LiveLoader(trace_dir, S, 2 * S).step, interval=0.2)
+    thread.start()
+    assert thread.wait_for(lambda s: len(s.windows) > 0, WAIT)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = make_server("127.0.0.1", 0, create_app(thread).server, threaded=True)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    yield f"http://127.0.0.1:{server.server_port}/", thread, trace_dir
+    server.shutdown()
+    thread.stop()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
+    options.binary_location = str(CHROMIUM)
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(WAIT)
+    yield driver
+    driver.quit()
+
+
+GRAPH_DATA = """
+return arguments[0].map(id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  return gd && gd.data ? gd.data.length : -1;
+});
+"""
+HINT_ROWS = """
+const gd = document.querySelector('#hints .js-plotly-plot');
+return gd && gd.data && gd.data[0] && gd.data[0].cells
+  ? gd.data[0].cells.values[0].length : 0;
+"""
+TIMELINE_TITLE = """
+const gd = document.querySelector('#critical-timeline .js-plotly-plot');
+return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
+"""
+
+
+def wait(driver: Any, condition: Any) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition)
+
+
+def picker_labels(driver: Any) -> list[str]:
+    """Open the window picker, read its options, close it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.find_element(By.ID, "window-picker").click()
+    options = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
+    labels = [o.text for o in options]
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    return labels
+
+
+def test_the_dashboard_shows_every_summary_follows_and_picks_windows(
+    live: tuple[str, UpdateThread, Path],
+    browser: Any,
+    halves: tuple[pl.DataFrame, pl.DataFrame],
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    url, thread, trace_dir = live
+    ids = list(GRAPHS)
+    # GIVEN the page open on a trace whose first windows (driver time) closed
+    browser.get(url)
+    # THEN every graph is drawn; the summaries of the latest window have data
+    wait(browser, lambda d: all(n >= 0 for n in d.execute_script(GRAPH_DATA, ids)))
+    busy = ["activity-summary", "straggler-summary", "operator-summary", "hints"]
+    wait(browser, lambda d: all(n > 0 for n in d.execute_script(GRAPH_DATA, busy)))
+    assert wait(browser, lambda d: d.execute_script(HINT_ROWS)) > 0
+    assert "corrupt files skipped: 0" in browser.find_element(By.ID, "counters").text
+    labels = picker_labels(browser)
+    assert labels[0].startswith("latest")
+    closed = len(thread.latest().windows)
+    assert len(labels) == closed + 1
+
+    # WHEN the second half of the trace (tasks, messages) lands
+    write_trace(halves[1], trace_dir / "part-001.arrow")
+    # THEN the live view advances: more windows in the picker, and the
+    # latest one, which has tasks and messages, fills every graph
+    assert thread.wait_for(lambda s: len(s.windows) > closed, WAIT)
+    wait(
+        browser,
+        lambda d: (
+            f"windows: {len(thread.latest().windows)}"
+            in d.find_element(By.ID, "counters").text
+        ),
+    )
+    assert len(picker_labels(browser)) > len(labels)
+    wait(browser, lambda d: all(n > 0 for n in d.execute_script(GRAPH_DATA, ids)))
+    browser.set_window_size(1400, 2700)
+    shot = tmp_path / "dashboard.png"
+    assert browser.save_screenshot(str(shot))
+    shutil.copy(shot, SCREENSHOT)
+
+    # WHEN an older window is picked
+    latest_title = wait(browser, lambda d: d.execute_script(TIMELINE_TITLE))
+    browser.find_element(By.ID, "window-picker").click()
+    older = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
+    picked = older[3].text
+    older[3].click()
+    # THEN the timeline shows that window
+    title = wait(
+        browser,
+        lambda d: (t := d.execute_script(TIMELINE_TITLE)) != latest_title and t,
+    )
+    assert picked in title
+
+
+@pytest.mark.filterwarnings("ignore::sparktrail.summaries.online.TraceFileWarning")
+def test_a_missing_trace_directory_is_reported_on_the_page(
+    tmp_path: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from werkzeug.serving import make_server
+
+    # GIVEN the dashboard on a directory that does not exist yet
+    missing = tmp_path / "nothing-here"
+    thread = UpdateThread(LiveLoader(missing, S, 2 * S).step, interval=0.2)
+    thread.start()
+    thread.wait_for(lambda s: s.version > 0, WAIT)
+    server = make_server("127.0.0.1", 0, create_app(thread).server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # WHEN the page opens
+        browser.get(f"http://127.0.0.1:{server.server_port}/")
+        # THEN it says so, and every graph shows the empty state
+        status = wait(browser, lambda d: d.find_element(By.ID, "status").text)
+        assert "does not exist yet" in status
+        wait(
+            browser,
+            lambda d: all(n == 0 for n in d.execute_script(GRAPH_DATA, list(GRAPHS))),
+        )
+        # ... and once a trace appears, it waits for the first window
+        missing.mkdir()
+        (missing / "empty.arrow").write_bytes(b"broken")
+        wait(
+            browser,
+            lambda d: (
+                "corrupt files skipped: 1" in d.find_element(By.ID, "counters").text
+            ),
+        )
+    finally:
+        server.shutdown()
+        thread.stop()
