@@ -8,7 +8,7 @@ EVENTLOG ?= ../shared/eventlogs/local-1532512550423
 RUN_DIR ?= .run
 
 .DEFAULT_GOAL := help
-.PHONY: help setup java-check run run-eventlog test test-fast lint bench clean
+.PHONY: help setup java-check run run-batch run-eventlog test test-fast lint bench clean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -24,7 +24,10 @@ setup: $(STAMP) java-check ## create .venv and install sparktrail with its dev t
 java-check: ## check that Java 17+ is present (Spark needs it)
 	@bash scripts/check-java.sh
 
-run: setup ## trace a real local Spark workload live, profile it, write .run/profile/report.html
+run: setup ## a live-traced Spark workload with a moving hotspot, on the live dashboard (Ctrl-C stops)
+	$(PY) -m sparktrail demo --serve --minutes 3 -o $(RUN_DIR)/live
+
+run-batch: setup ## trace three short workloads live, then profile them into .run/profile/report.html
 	$(PY) -m sparktrail demo -o $(RUN_DIR)/demo
 	$(PY) -m sparktrail profile $(RUN_DIR)/demo --window 1s -o $(RUN_DIR)/profile
 	@echo "report: $(RUN_DIR)/profile/report.html"

@@ -15,6 +15,7 @@ __all__ = [
     "WORKLOADS",
     "balanced_groupby",
     "many_tiny_tasks",
+    "moving_hotspot",
     "skewed_join",
     "straggler_partition",
     "warm_python_workers",
@@ -56,16 +57,17 @@ def straggler_partition(spark: Any) -> None:
     ).collect()
 
 
-def skewed_join(spark: Any, rows: int = 2_000_000) -> None:
-    """A join where key 0 holds half the rows: one hot shuffle partition.
+def skewed_join(spark: Any, rows: int = 2_000_000, hot_key: int = 0) -> None:
+    """A join where ``hot_key`` holds half the rows: one hot shuffle partition.
 
     Run it with adaptive execution off (as ``sparktrail demo`` does): AQE's
-    skew-join handling would split the hot partition itself.
+    skew-join handling would split the hot partition itself. A join, not a
+    group-by: map-side combining would shrink a hot group-by key to one row.
     """
     from pyspark.sql import functions as F
 
     big = spark.range(0, rows, numPartitions=8).select(
-        F.when(F.col("id") % 2 == 0, F.lit(0))
+        F.when(F.col("id") % 2 == 0, F.lit(hot_key))
         .otherwise(F.col("id") % 997)
         .alias("key"),
         F.col("id").alias("value"),
@@ -77,6 +79,17 @@ def skewed_join(spark: Any, rows: int = 2_000_000) -> None:
 def many_tiny_tasks(spark: Any, tasks: int = 20_000) -> None:
     """A sum over ``tasks`` one-row partitions: scheduling-bound."""
     spark.range(0, tasks, 1, tasks).selectExpr("sum(id)").collect()
+
+
+def moving_hotspot(spark: Any, round_: int, rounds_per_key: int = 3) -> int:
+    """One round of a skewed join whose hot key moves every few rounds.
+
+    Keys 0, 1, 2, ... land in different shuffle partitions, so the hot
+    partition (and the task that straggles) moves too. Returns the hot key.
+    """
+    hot_key = (round_ // rounds_per_key) % 5
+    skewed_join(spark, rows=1_000_000, hot_key=hot_key)
+    return hot_key
 
 
 #: Name -> workload, in the order ``sparktrail demo`` runs them.

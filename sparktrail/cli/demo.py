@@ -1,14 +1,25 @@
-"""``sparktrail demo``: run a real local Spark workload, traced live."""
+"""``sparktrail demo``: run a real local Spark workload, traced live.
+
+Without ``--serve`` it runs three short workloads with known bottlenecks and
+leaves a trace to profile. With ``--serve`` it is the live demo: a workload
+whose hot key moves every few rounds runs for ``--minutes`` while the
+dashboard follows the trace; the dashboard stays up until Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from sparktrail.pag import read_trace
+
+from ._units import parse_duration_ns
+from .live import parse_lateness_ns
 
 
 def register(subparsers: Any) -> None:
@@ -16,12 +27,23 @@ def register(subparsers: Any) -> None:
         "demo",
         help="run a small real Spark workload and trace it live",
         description="Start local Spark, attach the live tracer, run workloads "
-        "with a known straggler and a skewed join; the trace is ready to profile.",
+        "with a known straggler and a skewed join; the trace is ready to profile. "
+        "With --serve, a moving hotspot runs while the dashboard shows it live.",
     )
     parser.add_argument(
         "-o", "--out", default=".run/demo", help="trace directory (replaced)"
     )
     parser.add_argument("--master", default="local[2]", help="Spark master URL")
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the live dashboard meanwhile"
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=3.0, help="with --serve: workload length"
+    )
+    parser.add_argument("--window", type=parse_duration_ns, default="1s")
+    parser.add_argument("--lateness", type=parse_lateness_ns, default="2s")
+    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8050, help="default: 8050")
     parser.set_defaults(run=run)
 
 
@@ -44,7 +66,6 @@ def _session(master: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from sparktrail.tracer import attach, detach
-    from sparktrail.workloads import WORKLOADS
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -53,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         attach(spark, out)
-        for name, workload in WORKLOADS.items():
-            start = time.perf_counter()
-            workload(spark)
-            print(f"  ran {name} in {time.perf_counter() - start:.1f} s", flush=True)
+        if args.serve:
+            _serve_moving_hotspot(spark, out, args)
+        else:
+            _run_workloads(spark)
         stats = detach(spark)
         print(f"traced live: {stats}", flush=True)
     finally:
@@ -65,3 +86,46 @@ def run(args: argparse.Namespace) -> int:
     print(f"trace: {out} ({rows} rows); profile it with")
     print(f"  sparktrail profile {out} --window 1s -o {out.parent / 'profile'}")
     return 0
+
+
+def _run_workloads(spark: Any) -> None:
+    from sparktrail.workloads import WORKLOADS
+
+    for name, workload in WORKLOADS.items():
+        start = time.perf_counter()
+        workload(spark)
+        print(f"  ran {name} in {time.perf_counter() - start:.1f} s", flush=True)
+
+
+def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
+    """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
+    from sparktrail.dashboard.app import create_app
+    from sparktrail.dashboard.live import LiveLoader, UpdateThread
+    from sparktrail.workloads import moving_hotspot, warm_python_workers
+
+    loader = LiveLoader(out, args.window, args.lateness)
+    updates = UpdateThread(loader.step, source=str(out))
+    updates.start()
+    app = create_app(updates)
+    server = threading.Thread(
+        target=app.run,
+        kwargs={"host": args.host, "port": args.port, "debug": False},
+        daemon=True,  # the Flask dev server has no stop(); it ends with us
+    )
+    server.start()
+    url = f"http://{args.host}:{args.port}/"
+    print(f"sparktrail dashboard on {url} (Ctrl-C stops)", file=sys.stderr)
+    try:
+        warm_python_workers(spark)
+        deadline = time.monotonic() + args.minutes * 60
+        round_ = 0
+        while time.monotonic() < deadline:
+            hot = moving_hotspot(spark, round_)
+            print(f"  round {round_}: hot key {hot}", flush=True)
+            round_ += 1
+        print(f"workload done; the dashboard stays on {url} until Ctrl-C", flush=True)
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("\nstopping ...", file=sys.stderr, flush=True)
+    finally:
+        updates.stop()

@@ -66,7 +66,9 @@ def stages_with_tasks(trace: pl.DataFrame, tasks: int) -> list[int]:
 
 
 def test_a_sleeping_partition_is_a_straggler_task(spark: Any, tmp_path: Path) -> None:
-    # GIVEN a stage of 16 short tasks where partition 5 sleeps 2 s
+    # GIVEN a stage of 16 short tasks where partition 5 sleeps 2 s (Python
+    # workers started before tracing: a cold start is ~2 s a slot)
+    workloads.warm_python_workers(spark)
     # WHEN it runs traced live and is summarized
     trace, summaries = traced(spark, tmp_path / "trace", workloads.straggler_partition)
     # THEN a straggler_task hint names that stage and partition
