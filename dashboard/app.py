@@ -172,8 +172,11 @@ def _layout(snapshot: Snapshot) -> html.Div:
                 style={"color": "#555", "fontSize": "0.9em", "margin": "0.4em 0"},
             ),
             html.Div(graphs, style=_GRID),
-            dcc.Interval(id="refresh", interval=1000, disabled=not snapshot.live),
+            # 250 ms: the page tick adds half of it, on average, to the time
+            # from a window closing to its figures (bench/online_latency.py).
+            dcc.Interval(id="refresh", interval=250, disabled=not snapshot.live),
             dcc.Store(id="shown-version", data=-1),
+            dcc.Store(id="drawn-windows", data=-1),
         ],
         style=_STYLE,
     )
@@ -210,24 +213,28 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         dash.Output("status", "children"),
         dash.Output("counters", "children"),
         dash.Output("shown-version", "data"),
+        dash.Output("drawn-windows", "data"),
         dash.Input("refresh", "n_intervals"),
         dash.State("shown-version", "data"),
+        dash.State("drawn-windows", "data"),
     )
-    def refresh(_: Any, shown: int) -> tuple[Any, ...]:
+    def refresh(_: Any, shown: int, drawn: int) -> tuple[Any, ...]:
         snapshot = source.latest()
         if snapshot.version == shown:
             raise PreventUpdate
+        windows = snapshot.windows_version
         return (
             _options(snapshot),
             snapshot.status,
             _counters(snapshot),
             snapshot.version,
+            dash.no_update if windows == drawn else windows,
         )
 
     @app.callback(
         [dash.Output(key, "figure") for key in GRAPHS],
         dash.Input("window-picker", "value"),
-        dash.Input("shown-version", "data"),
+        dash.Input("drawn-windows", "data"),
     )
     def draw(key: str | None, _: int) -> list[go.Figure]:
         built = page_figures(source.latest(), key)

@@ -104,6 +104,10 @@ class Snapshot:
         Whether more windows may come (the page then refreshes).
     version
         Increases with every published snapshot.
+    windows_version
+        Increases only when the windows change; the figures depend on
+        nothing else, so the page redraws them only then (a moving
+        watermark changes the status line, not the figures).
     """
 
     source: str
@@ -114,6 +118,7 @@ class Snapshot:
     late_rows: int = 0
     live: bool = True
     version: int = 0
+    windows_version: int = 0
 
     def window(self, key: str | None) -> WindowView | None:
         """The window picked by ``key`` (a start time, or :data:`LATEST`)."""
@@ -171,6 +176,7 @@ class LiveLoader:
         self._windows: tuple[WindowView, ...] = ()
         self._activity = pl.DataFrame()
         self._version = 0
+        self._windows_version = 0
         self._last: Snapshot | None = None
 
     def _start(self) -> OnlinePipeline:
@@ -192,6 +198,7 @@ class LiveLoader:
         if new:
             self._windows += new
             self._activity = _concat_activity(self._windows)
+            self._windows_version += 1
         status = self._status(pipeline)
         last = self._last
         if (
@@ -211,6 +218,7 @@ class LiveLoader:
             late_rows=pipeline.late_rows,
             live=True,
             version=self._version,
+            windows_version=self._windows_version,
         )
         return self._last
 
@@ -248,7 +256,7 @@ class UpdateThread(threading.Thread):
     """
 
     def __init__(
-        self, step: Callable[[], Snapshot], interval: float = 0.5, source: str = ""
+        self, step: Callable[[], Snapshot], interval: float = 0.1, source: str = ""
     ) -> None:
         super().__init__(name="sparktrail-update", daemon=True)
         self._step = step
@@ -284,6 +292,7 @@ class UpdateThread(threading.Thread):
                 corrupt_files=old.corrupt_files,
                 late_rows=old.late_rows,
                 version=old.version + 1,
+                windows_version=old.windows_version,
             )
 
     def stop(self, timeout: float = 5.0) -> None:
