@@ -23,7 +23,7 @@ Per rate R (trace rows per second), a fresh temporary TRACE_DIR gets:
   and the Dash app of :func:`~sparktrail.dashboard.app.create_app`, queried
   over its real callback route (``POST /_dash-update-component``, Flask's
   test client, no socket) the way the page does: the ``refresh`` callback on
-  every tick of the page's 1 s ``dcc.Interval`` and, when it reports a new
+  every tick of the page's 250 ms ``dcc.Interval`` and, when it reports a new
   snapshot version, the ``draw`` callback that builds every figure.
 
 For each closed window ``[ts, te)``:
@@ -43,7 +43,7 @@ Where the time goes (medians over windows), splitting served − (te + lateness)
   window (the UpdateThread sleeps ``interval`` between steps);
 * **step**: that step's wall time (read new files, CP + summaries of the
   windows it closes, store write, snapshot);
-* **serve**: publish → the ``draw`` response (the page's 1 s tick, then the
+* **serve**: publish → the ``draw`` response (the page's 250 ms tick, then the
   figures).
 
 The served latency depends on the tab's phase: windows end on whole
@@ -93,7 +93,7 @@ from sparktrail.pag.trace import write_trace
 
 WINDOW_NS = 1_000_000_000  # sparktrail serve --window default
 LATENESS_NS = 2_000_000_000  # sparktrail serve --lateness default
-PAGE_TICK_S = 1.0  # dcc.Interval(interval=1000) in dashboard/app.py
+PAGE_TICK_S = 0.25  # dcc.Interval(interval=250) in dashboard/app.py
 WORKERS = 16
 FLUSH_S = (0.10, 0.25)
 OPERATORS = ("Scan parquet", "HashAggregate", "Exchange", "SortMergeJoin")
@@ -210,6 +210,7 @@ REFRESH_OUT = [
     ("status", "children"),
     ("counters", "children"),
     ("shown-version", "data"),
+    ("drawn-windows", "data"),
 ]
 DRAW_OUT = [(key, "figure") for key in GRAPHS]
 COUNT = re.compile(r"windows: (\d+)")
@@ -218,9 +219,10 @@ COUNT = re.compile(r"windows: (\d+)")
 class Page(threading.Thread):
     """The dashboard page as a browser drives it, over Dash's callback route.
 
-    Every ``tick`` seconds it calls ``refresh``; when that reports a new
-    snapshot version it calls ``draw`` (window picker on "latest") and
-    records, for the windows that snapshot held, when the figures came back.
+    Every ``tick`` seconds it calls ``refresh``; when that reports new
+    windows (``drawn-windows``) it calls ``draw`` (window picker on
+    "latest") and records, for the windows that snapshot held, when the
+    figures came back.
     """
 
     def __init__(self, app: Any, tick: float = PAGE_TICK_S) -> None:
@@ -249,7 +251,7 @@ class Page(threading.Thread):
     def run(self) -> None:
         """Tick until :meth:`stop`."""
         client = self.app.server.test_client()
-        shown, ticks, count = -1, 0, 0
+        shown, drawn, ticks, count = -1, -1, 0, 0
         cpu0 = time.thread_time()
         next_tick = time.monotonic() + self.tick
         while not self._halt.wait(max(0.0, next_tick - time.monotonic())):
@@ -260,12 +262,18 @@ class Page(threading.Thread):
                 client,
                 REFRESH_OUT,
                 inputs=[{"id": "refresh", "property": "n_intervals", "value": ticks}],
-                state=[{"id": "shown-version", "property": "data", "value": shown}],
+                state=[
+                    {"id": "shown-version", "property": "data", "value": shown},
+                    {"id": "drawn-windows", "property": "data", "value": drawn},
+                ],
                 changedPropIds=["refresh.n_intervals"],
             )
             if out is None:
                 continue
             shown = out["shown-version"]["data"]
+            if "drawn-windows" not in out:  # no_update: same windows, no redraw
+                continue
+            drawn = out["drawn-windows"]["data"]
             found = COUNT.search(out["counters"]["children"])
             new_count = int(found.group(1)) if found else 0
             t = time.time_ns()
@@ -274,9 +282,9 @@ class Page(threading.Thread):
                 DRAW_OUT,
                 inputs=[
                     {"id": "window-picker", "property": "value", "value": LATEST},
-                    {"id": "shown-version", "property": "data", "value": shown},
+                    {"id": "drawn-windows", "property": "data", "value": drawn},
                 ],
-                changedPropIds=["shown-version.data"],
+                changedPropIds=["drawn-windows.data"],
             )
             now = time.time_ns()
             self.draws.append((now - t) / 1e9)
