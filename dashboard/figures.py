@@ -413,7 +413,7 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
     ...     "operator": [None, None], "stage_id": [0, 0], "task_id": [1, 2],
     ...     "cp": [1.0, 0.0]})
     >>> fig = critical_gantt(rows)
-    >>> len(fig.data), list(fig.data[0].marker.color)
+    >>> len(fig.data), fig.data[0].marker.color.tolist()
     (1, [1.0, 0.0])
     """
     if cp_rows.is_empty():
