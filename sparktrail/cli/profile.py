@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
+from sparktrail.dashboard.live import REPORT_CP
 from sparktrail.dashboard.report import (
     most_critical_window,
     window_cp,
@@ -257,7 +258,9 @@ def run(args: argparse.Namespace) -> int:
         window = most_critical_window(summaries)
         cp = window_cp(trace, *window) if window else trace.clear()
         steps.step("writing the report")
-        write_summaries(summaries, args.output)
+        folder = write_summaries(summaries, args.output)
+        # The dashboard's `serve --report` draws its timeline from these rows.
+        cp.write_parquet(folder / REPORT_CP)
         write_report(summaries, cp, args.output, args.input.name)
     out = sys.stderr if args.json else sys.stdout
     print_summary(summaries, args.input.name, len(trace), args.output, args.top, out)

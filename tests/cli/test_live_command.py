@@ -63,3 +63,6 @@ def test_a_profile_output_loads_as_a_finished_snapshot(
     figures = page_figures(snapshot, LATEST)
     assert sorted(figures) == sorted(GRAPHS)
     assert len(figures["activity-summary"].data) > 0
+    # AND the critical timeline has the busiest window's CP rows to draw
+    assert snapshot.windows[0].cp is not None and len(snapshot.windows[0].cp) > 0
+    assert len(figures["critical-timeline"].data) > 0
