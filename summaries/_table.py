@@ -128,37 +128,43 @@ def task_facts(trace: pl.DataFrame) -> pl.DataFrame:
         for c, t in optional.items()
         if c not in frame.columns
     )
-    local = frame.filter(
-        pl.col("task_id").is_not_null()
-        & (pl.col("src_worker") == pl.col("dst_worker"))
-        & (pl.col("activity") != "waiting")
-    )
-    useful = pl.col("activity").is_in(USEFUL)
+    # Lazy (only the columns the facts need are filtered) and with plain
+    # aggregations only: a 10^7-row trace has millions of tasks, and
+    # expressions such as ``drop_nulls().first()`` would materialize every
+    # group.
+    span = pl.col("end_ns") - pl.col("start_ns")
     return (
-        local.group_by("task_id")
+        frame.lazy()
+        .filter(
+            pl.col("task_id").is_not_null()
+            & (pl.col("src_worker") == pl.col("dst_worker"))
+            & (pl.col("activity") != "waiting")
+        )
+        .with_columns(
+            pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful")
+        )
+        .group_by("task_id")
         .agg(
-            pl.col("stage_id").drop_nulls().first(),
-            pl.col("operator").drop_nulls().first(),
-            pl.col("job_id").drop_nulls().first(),
-            pl.col("partition").drop_nulls().first(),
+            pl.col("stage_id").first(ignore_nulls=True),
+            pl.col("operator").first(ignore_nulls=True),
+            pl.col("job_id").first(ignore_nulls=True),
+            pl.col("partition").first(ignore_nulls=True),
             pl.col("src_worker").first().alias("worker"),
             pl.col("start_ns").min().alias("launch_ns"),
             pl.col("end_ns").max(),
-            (pl.col("end_ns") - pl.col("start_ns"))
-            .filter(useful)
-            .sum()
-            .alias("useful_ns"),
+            pl.col("_useful").sum().alias("useful_ns"),
             pl.col("records").sum().alias("records"),
             pl.col("bytes").sum().alias("bytes"),
             pl.col("shuffle_write_bytes").sum(),
-            pl.col("status").drop_nulls().first(),
-            pl.col("records").is_not_null().any().alias("_has_records"),
+            pl.col("status").first(ignore_nulls=True),
+            pl.col("records").count().alias("_records_seen"),
         )
         .with_columns(
             (pl.col("end_ns") - pl.col("launch_ns")).alias("duration_ns"),
             executor_of(pl.col("worker")).alias("executor"),
-            pl.when(pl.col("_has_records")).then(pl.col("records")),
+            pl.when(pl.col("_records_seen") > 0).then(pl.col("records")),
         )
-        .drop("_has_records")
+        .drop("_records_seen")
         .sort("task_id")
+        .collect()
     )

@@ -34,23 +34,23 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return name, name.str.extract(r"^.* at (.+)$", 1)
 
 
-def _facts(trace: pl.DataFrame) -> pl.DataFrame:
-    return (
-        task_facts(trace)
-        .group_by(_KEYS)
-        .agg(
-            pl.col("job_id").drop_nulls().first(),
-            pl.len().alias("tasks"),
-            pl.col("records").sum(),
-            pl.col("bytes").sum(),
-            pl.col("shuffle_write_bytes").sum(),
-            pl.col("duration_ns").median().alias("median_task_ns"),
-        )
+def _facts(tasks: pl.DataFrame) -> pl.DataFrame:
+    return tasks.group_by(_KEYS).agg(
+        pl.col("job_id").first(ignore_nulls=True),
+        pl.len().alias("tasks"),
+        pl.col("records").sum(),
+        pl.col("bytes").sum(),
+        pl.col("shuffle_write_bytes").sum(),
+        pl.col("duration_ns").median().alias("median_task_ns"),
     )
 
 
 def operator_summary(
-    cp: pl.DataFrame, trace: pl.DataFrame, *, by_window: bool = False
+    cp: pl.DataFrame,
+    trace: pl.DataFrame,
+    *,
+    by_window: bool = False,
+    tasks: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """CP by operator (Spark stage), whole run or per window with paths.
 
@@ -62,6 +62,8 @@ def operator_summary(
         The trace it was computed from (for task counts and records).
     by_window
         One row per (window, operator), with the window bounds.
+    tasks
+        ``task_facts(trace)`` when the caller has it already.
 
     Returns
     -------
@@ -97,7 +99,8 @@ def operator_summary(
         per = everything.join(run, on=_KEYS, how="left", nulls_equal=True)
         per = per.with_columns(pl.col("cp_share", "cp_ns").fill_null(0.0))
     name, call_site = stage_name(pl.col("operator"))
-    out = per.join(_facts(trace), on=_KEYS, how="left", nulls_equal=True).with_columns(
+    facts = _facts(task_facts(trace) if tasks is None else tasks)
+    out = per.join(facts, on=_KEYS, how="left", nulls_equal=True).with_columns(
         name.alias("name"), call_site.alias("call_site")
     )
     window = ["window_start_ns", "window_end_ns"] if by_window else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import polars as pl
@@ -115,9 +116,10 @@ class Context:
     """The inputs of the hint rules, computed once.
 
     ``cp`` is the enriched CP table, ``trace`` the validated trace, the
-    frames are the whole-run summaries, ``tasks`` has one row per task
-    attempt (:func:`~sparktrail.summaries._table.task_facts`) with its
-    ``cp_share`` of the run.
+    frames are the whole-run summaries, ``facts`` is
+    :func:`~sparktrail.summaries._table.task_facts` of the trace if the
+    caller has it (else computed here), ``tasks`` has one row per task
+    attempt with its ``cp_share`` of the run.
     """
 
     cp: pl.DataFrame
@@ -128,29 +130,33 @@ class Context:
     communication: pl.DataFrame
     n_windows: int
     options: HintOptions
+    facts: pl.DataFrame | None = None
 
     def activity_share(self, *names: str) -> float:
         """Whole-run CP share of the given activity types."""
         rows = self.activity.filter(pl.col("activity").is_in(names))
         return float(rows["cp_share"].sum())
 
+    @cached_property
     def tasks(self) -> pl.DataFrame:
-        """Task facts with each task's CP shares.
+        """Task facts with each task's CP shares (computed once, on first use).
 
         ``cp_share`` is the task's share of the whole run's critical path;
         ``running_cp_share`` its share in the windows it ran in, which is what
         "a task with high CP" means: a 2 s straggler is most of the critical
         path while it runs, however long the application was idle before.
         """
-        task_rows = self.cp.filter(pl.col("task_id").is_not_null())
+        # Lazy: only three columns of the CP table are read and filtered.
+        cp = self.cp.lazy().select("window_start_ns", "task_id", "cp")
         with_paths = (
-            self.cp.group_by("window_start_ns")
+            cp.group_by("window_start_ns")
             .agg((pl.col("cp").sum() > 0).alias("has_paths"))
             .filter("has_paths")
             .select("window_start_ns")
         )
         shares = (
-            task_rows.join(with_paths, on="window_start_ns", how="semi")
+            cp.filter(pl.col("task_id").is_not_null())
+            .join(with_paths, on="window_start_ns", how="semi")
             .group_by("task_id")
             .agg(
                 (pl.col("cp").sum() / self.n_windows).alias("cp_share"),
@@ -158,9 +164,10 @@ class Context:
                     "running_cp_share"
                 ),
             )
+            .collect()
         )
         return (
-            task_facts(self.trace)
+            (task_facts(self.trace) if self.facts is None else self.facts)
             .join(shares, on="task_id", how="left")
             .with_columns(pl.col("cp_share", "running_cp_share").fill_null(0.0))
         )

@@ -63,7 +63,7 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
     stage = _top_stage(ctx, "scheduling", "deserialization")
     if stage is None:
         return []
-    tasks = ctx.tasks().filter(pl.col("stage_id") == stage)
+    tasks = ctx.tasks.filter(pl.col("stage_id") == stage)
     median_ns = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
     if not len(tasks) or median_ns / 1e6 >= opts.target_task_ms:
         return []

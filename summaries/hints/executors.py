@@ -26,11 +26,14 @@ __all__ = ["idle_capacity", "straggler_executor"]
 
 
 def _slot_rows(trace: pl.DataFrame) -> pl.DataFrame:
-    return trace.with_columns(
-        executor_of(pl.col("src_worker")).alias("executor")
-    ).filter(
-        (pl.col("src_worker") == pl.col("dst_worker"))
-        & pl.col("executor").is_not_null()
+    """Local rows of executor slots: only the columns the rules read."""
+    return (
+        trace.lazy()
+        .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
+        .filter(pl.col("src_worker") == pl.col("dst_worker"))
+        .with_columns(executor_of(pl.col("src_worker")).alias("executor"))
+        .filter(pl.col("executor").is_not_null())
+        .collect()
     )
 
 

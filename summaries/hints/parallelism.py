@@ -53,7 +53,7 @@ def parallelism(ctx: Context) -> list[Hint]:
     )
     if stages.is_empty():
         return []
-    tasks = ctx.tasks()
+    tasks = ctx.tasks
     cores = ctx.slots_per_executor()
     hints = []
     for op in stages.iter_rows(named=True):

@@ -153,7 +153,7 @@ def task_hints(ctx: Context) -> list[Hint]:
     See ``tests/summaries/test_hints.py``; a balanced trace gives none.
     """
     opts = ctx.options
-    tasks = _with_stage_stats(ctx.tasks(), opts.min_stage_tasks)
+    tasks = _with_stage_stats(ctx.tasks, opts.min_stage_tasks)
     hints: list[Hint] = []
     critical = pl.col("running_cp_share") >= opts.task_min_share
     for task in tasks.filter(critical).iter_rows(named=True):
