@@ -133,6 +133,7 @@ def test_a_live_traced_straggler_gives_the_same_summaries(
     from sparktrail import read_trace, workloads
     from sparktrail.tracer import attach, detach
 
+    workloads.warm_python_workers(spark)  # as the ground-truth tests do
     attach(spark, tmp_path / "trace")
     try:
         workloads.straggler_partition(spark)
