@@ -13,6 +13,9 @@ Assumptions
   task's status) and pass through untouched.
 * A file carries ``sparktrail.schema_version`` in its Arrow metadata; a file
   without it is read as version 1, a newer one is refused.
+* A damaged file (cut short, bytes changed, another format) is refused with
+  a :class:`TraceError` naming it: its buffers are validated before polars
+  sees them, as polars trusts Arrow offsets and crashes on bad ones.
 """
 
 from __future__ import annotations
@@ -182,8 +185,10 @@ def _coerce_columns(
         if name in _DEFAULT_ZERO:
             expr = expr.fill_null(0)
         casts.append(expr)
-    extras = [c for c in df.columns if c not in TRACE_COLUMNS]
-    return df.select([*casts, *extras])
+    # Extra columns by value: pl.col would read a name like "*" or "^a.*$"
+    # as a wildcard or a pattern.
+    extras = [df.get_column(c) for c in df.columns if c not in TRACE_COLUMNS]
+    return df.select(casts).hstack(extras)
 
 
 def _first_bad_row(mask: pl.Series) -> int:
@@ -301,10 +306,52 @@ def _read_file(path: Path) -> pl.DataFrame:
             except pa.ArrowInvalid:
                 source.seek(0)
                 table = ipc.open_stream(source).read_all()
-    except (pa.ArrowInvalid, OSError) as err:
+            # Damaged bytes can still parse: bad offsets, names or metadata
+            # that are not UTF-8 would crash polars.
+            _check_utf8(table.schema, path)
+            table.validate(full=True)
+    except (pa.ArrowException, OSError) as err:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _check_schema_version(table.schema, path)
-    return validate_trace(pl.from_arrow(table), path)  # type: ignore[arg-type]
+    try:
+        frame = pl.from_arrow(table)
+    except (
+        pl.exceptions.PolarsError,
+        pl.exceptions.PanicException,  # a BaseException: a last line of defence
+        pa.ArrowException,
+        TypeError,
+    ) as err:
+        raise TraceError(
+            f"Arrow columns polars cannot read ({type(err).__name__}: {err})",
+            path=path,
+        ) from err
+    assert isinstance(frame, pl.DataFrame)  # from_arrow of a Table
+    return validate_trace(frame, path)
+
+
+def _check_utf8(schema: pa.Schema, path: Path) -> None:
+    """Refuse names and metadata (of the schema, or of any column or nested
+    field) that are not UTF-8: pyarrow raises on them only when asked for a
+    name, and polars panics."""
+    try:
+        for key, value in (schema.metadata or {}).items():
+            key.decode(), value.decode()
+        _check_fields(schema)
+    except UnicodeDecodeError as err:
+        raise TraceError(
+            f"a column name or metadata is not UTF-8 ({err})", path=path
+        ) from err
+
+
+def _check_fields(fields: Iterable[pa.Field]) -> None:
+    for column in fields:
+        column.name  # noqa: B018 - decoding the name is the check
+        for key, value in (column.metadata or {}).items():
+            key.decode(), value.decode()
+        kind = column.type
+        if isinstance(kind, pa.DictionaryType):
+            kind = kind.value_type
+        _check_fields(kind.field(i) for i in range(kind.num_fields))
 
 
 def _check_schema_version(schema: pa.Schema, path: Path) -> None:
@@ -345,8 +392,26 @@ def read_trace(path: str | os.PathLike[str]) -> pl.DataFrame:
         If a file is not Arrow IPC or breaks the schema (see
         :func:`validate_trace`).
     """
-    frames = [_read_file(p) for p in trace_files(path)]
-    return concat_traces(frames)
+    files = trace_files(path)
+    frames = [_read_file(p) for p in files]
+    try:
+        return concat_traces(frames)
+    except pl.exceptions.PolarsError:
+        pass
+    # Name the first file whose extra columns clash with those before it.
+    for k in range(1, len(frames)):
+        try:
+            concat_traces(frames[: k + 1])
+        except pl.exceptions.PolarsError as err:
+            before = (
+                files[0].name if k == 1 else f"{files[0].name} .. {files[k - 1].name}"
+            )
+            raise TraceError(
+                f"its extra columns do not fit those of {before} "
+                f"({type(err).__name__}: {err})",
+                path=files[k],
+            ) from err
+    raise AssertionError("unreachable: the frames concatenated one by one")
 
 
 def concat_traces(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:

@@ -21,7 +21,7 @@ import polars as pl
 from sparktrail.pag.trace import validate_trace, write_trace
 
 from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
-from .model import MS, ImportStats, SparkModel
+from .model import MS, EventError, ImportStats, SparkModel
 
 __all__ = [
     "EventLogError",
@@ -69,6 +69,26 @@ def _fill_stats(stats: ImportStats, model: SparkModel, reader: EventLogReader) -
     stats.skipped_lines = reader.skipped_lines
 
 
+def _feed(model: SparkModel, reader: EventLogReader) -> None:
+    """Feed the reader's new events to the model, one bad event at a time.
+
+    An event the model refuses (:class:`EventError`: a field of the wrong
+    type or out of range) is skipped with a warning naming its file and
+    line; so is one the model fails on, as an internal error, so that one
+    odd line never stops an import.
+    """
+    for event in reader.events():
+        try:
+            model.feed(event)
+        except EventError as err:
+            reader.reject(str(err))
+        except Exception as err:  # a model bug must not lose the whole log
+            reader.reject(
+                f"internal error on this event ({type(err).__name__}: {err}); "
+                "please report it"
+            )
+
+
 def _nothing_read(path: str | os.PathLike[str], reader: EventLogReader) -> None:
     if reader.events_read == 0:
         raise EventLogError(
@@ -113,13 +133,14 @@ def import_eventlog(
     Warns
     -----
     EventLogWarning
-        For each skipped line (file and line number in the message).
+        For each skipped line (file and line number in the message),
+        including events with a field of the wrong type or a number out of
+        range (the message names the field).
     """
     reader = EventLogReader(path)
     model = SparkModel()
     with _progress(reader, progress):
-        for event in reader.events():
-            model.feed(event)
+        _feed(model, reader)
     _nothing_read(path, reader)
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
@@ -143,6 +164,12 @@ def trace_name(path: str | os.PathLike[str], app_id: str | None) -> str:
 FOLLOW_PACING = 9.0
 #: Rows in one trace file written by a follower, at most.
 FOLLOW_MAX_ROWS = 100_000
+#: Seconds a follower goes on reading after ``ApplicationEnd`` while the log
+#: is not marked complete: a stopping SparkContext posts the end first and
+#: then its teardown (tasks that finished meanwhile, the ends of the jobs
+#: it cancelled), which Spark and sparktrail's listener write before
+#: marking the log complete.
+FOLLOW_END_GRACE_S = 10.0
 
 
 def follow_eventlog(
@@ -168,10 +195,10 @@ def follow_eventlog(
     fixes it (its task's finish, the next launch on its slot) is older than
     the latest event time minus ``slack_ms``. Reading ``out_dir`` with
     ``read_trace`` gives the trace built so far. It stops when the log
-    says the application finished (the ``.inprogress`` suffix is gone, an
-    ``appstatus`` marker appears, or ``ApplicationEnd`` is read), when
-    ``stop`` is set, or on Ctrl-C, and then writes the rest as if the log
-    were complete.
+    says the application finished (the ``.inprogress`` suffix is gone or
+    an ``appstatus`` marker appears; ``FOLLOW_END_GRACE_S`` after
+    ``ApplicationEnd`` was read if neither happens), when ``stop`` is set,
+    or on Ctrl-C, and then writes the rest as if the log were complete.
 
     Returns
     -------
@@ -183,11 +210,16 @@ def follow_eventlog(
     written: list[Path] = []
     emitted = -(1 << 62)
     name = None
+    ended_at: float | None = None
     try:
         while True:
-            for event in reader.events():
-                model.feed(event)
-            done = reader.source().complete or model.app_end_ms is not None
+            _feed(model, reader)
+            if ended_at is None and model.app_end_ms is not None:
+                ended_at = time.monotonic()
+            done = reader.source().complete or (
+                ended_at is not None
+                and time.monotonic() - ended_at >= FOLLOW_END_GRACE_S
+            )
             done = done or (stop is not None and stop.is_set())
             if done:
                 break
@@ -206,8 +238,7 @@ def follow_eventlog(
     except KeyboardInterrupt:
         pass
     reader.follow = False
-    for event in reader.events():
-        model.feed(event)
+    _feed(model, reader)
     _nothing_read(path, reader)
     name = name or trace_name(path, model.stats.app_id)
     _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)

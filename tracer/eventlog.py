@@ -23,8 +23,11 @@ Bad input never stops a read: a line that is not JSON (a truncated last
 line, garbage), a JSON line that is not an event, an unknown event whose name
 says it is about tasks, and a log from a Spark version newer than 4 each give
 an :class:`EventLogWarning` naming the file and line; the rest is read and
-:attr:`EventLogReader.skipped_lines` counts what was dropped. Events this
-importer does not use (SQL, block updates, ...) are skipped unparsed.
+:attr:`EventLogReader.skipped_lines` counts what was dropped. A consumer that
+cannot use an event it was given (a field of the wrong type, a number out of
+range) hands it back with :meth:`EventLogReader.reject`, which reports and
+counts it the same way. Events this importer does not use (SQL, block
+updates, ...) are skipped unparsed.
 """
 
 from __future__ import annotations
@@ -345,6 +348,7 @@ class EventLogReader:
     spark_version: str | None = None
     _states: dict[Path, _FileState] = field(default_factory=dict)
     _warned: int = 0
+    _last: tuple[Path, int] | None = None  # file and line of the last event
 
     def source(self) -> LogSource:
         """Resolve the log's files now (a rolling log gains files).
@@ -446,7 +450,22 @@ class EventLogReader:
         if name == "SparkListenerLogStart":
             self._check_version(event, path, lineno)
         self.events_read += 1
+        self._last = (path, lineno)
         return event
+
+    def reject(self, why: str) -> None:
+        """Report the event :meth:`events` yielded last as skipped.
+
+        For a consumer that cannot use it: it counts in
+        :attr:`skipped_lines`, not in :attr:`events_read`, and the warning
+        names its file and line, then ``why``.
+        """
+        if self._last is None:
+            raise RuntimeError("reject() called before any event was read")
+        path, lineno = self._last
+        self._last = None
+        self.events_read -= 1
+        self._skip(path, lineno, why)
 
     def _unused(self, name: str, path: Path, lineno: int) -> None:
         if name.startswith("SparkListenerTask") and name not in _KNOWN_TASK_EVENTS:
@@ -455,8 +474,10 @@ class EventLogReader:
     def _check_version(self, event: dict[str, Any], path: Path, lineno: int) -> None:
         version = str(event.get("Spark Version", ""))
         self.spark_version = version or None
-        major = re.match(r"(\d+)", version)
-        if major and int(major.group(1)) > SUPPORTED_MAJOR:
+        # ASCII digits, and at most 9: int() refuses strings of 4,300 digits.
+        major = re.match(r"0*([0-9]{1,9})(?![0-9])", version)
+        newer = re.match(r"0*[1-9][0-9]{9}", version)  # 10 or more digits
+        if newer or (major and int(major.group(1)) > SUPPORTED_MAJOR):
             self._warn(
                 path,
                 lineno,

@@ -10,7 +10,12 @@ drops events beyond 10,000 waiting ones.
   rolling event log ``<out_dir>/raw/eventlog_v2_<appId>/events_<n>_<appId>``:
   a new segment every ``flush_seconds`` or ``max_events`` events, whichever
   comes first, each renamed into place when complete; the empty
-  ``appstatus_<appId>`` marker says it is finished.
+  ``appstatus_<appId>`` marker says it is finished. A ``SparkSession``
+  stopped while traced finishes the log by itself: Spark posts the
+  application end first and the stop's own events after it (tasks that
+  ended meanwhile, the ends of the jobs it cancelled), so the log is marked
+  complete once the listener bus has delivered its last event; the follower
+  then writes the rest and exits, and ``detach`` only collects its stats.
 * A follower process (a child of the driver's Python, at the lowest CPU
   priority) follows that log with :func:`sparktrail.tracer.follow_eventlog`
   and writes Arrow trace files ``<out_dir>/<appId>-<n>.arrow`` (renamed

@@ -18,7 +18,16 @@ turns them into trace rows (``build``). The rules, beyond DESIGN §5:
   wait - shuffle write - GC, floored at 0) and, if floors make them
   overrun, scaled so they tile the task exactly. Zero-length pieces are left
   out. ``records``/``bytes`` (input plus shuffle read) sit on the task's
-  ``processing`` row only, so sums over rows count each task once.
+  ``processing`` row only, as does ``shuffle_write_bytes``, and only for
+  the attempt whose result counts: the first successful attempt of its
+  partition (in log order) in the stage. Failed, killed and later
+  duplicate attempts (a speculative copy, a rerun after an executor was
+  lost) keep their time but carry none, so sums over rows count each
+  partition once, in a followed trace as in a full import.
+* An attempt ends once: a second ``TaskEnd`` of the same task id (Spark's
+  ``Resubmitted``, posted when the executor that holds a finished map
+  task's output is lost and the partition is run again) changes nothing;
+  the rerun is a new attempt.
 * Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
   ``killed``, ``running``), ``speculative``, ``executor_id`` and
   ``clipped_ns`` on a task's rows; ``shuffle_write_bytes`` on its
@@ -48,12 +57,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-__all__ = ["ImportStats", "SparkModel", "TaskRecord"]
+__all__ = ["EventError", "ImportStats", "SparkModel", "TaskRecord"]
 
 MS = 1_000_000
 INF = 1 << 62
@@ -155,12 +165,73 @@ class _Stage:
     all_launched_ms: int | None = None
 
 
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
+class EventError(ValueError):
+    """An event has a field the model cannot use (the message names it)."""
 
 
-def _opt_int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) else None
+#: Largest magnitude of a count, id or duration field: sums of a few such
+#: values (input plus shuffle bytes) stay inside int64.
+COUNT_LIMIT = 1 << 60
+#: Largest magnitude of a timestamp (ms): in ns it stays below ``INF``, the
+#: end of a task that has not finished (about the year 2116).
+TIME_LIMIT_MS = INF // MS
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _opt_int(obj: dict[str, Any], key: str, limit: int = COUNT_LIMIT) -> int | None:
+    """The integer at ``obj[key]`` (``None`` if missing or null).
+
+    Raises
+    ------
+    EventError
+        If the value is not a number, not finite, or ``limit`` or more away
+        from 0 (it would overflow the trace's int64 columns).
+    """
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or value != value:  # NaN != NaN
+        raise EventError(f"{key!r} is {_shown(value)}, expected an integer")
+    if not -limit < value < limit:
+        raise EventError(
+            f"{key!r} is {_shown(value)}, out of range (expected |x| < {limit})"
+        )
+    return int(value)
+
+
+def _int(obj: dict[str, Any], key: str) -> int:
+    value = _opt_int(obj, key)
+    return 0 if value is None else value
+
+
+def _time(obj: dict[str, Any], key: str) -> int | None:
+    """A timestamp (ms) at ``obj[key]``, in the range ns int64 can hold."""
+    return _opt_int(obj, key, TIME_LIMIT_MS)
+
+
+def _str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise EventError(f"{key!r} is {_shown(value)}, expected a string")
+
+
+def _dict(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise EventError(f"{key!r} is {_shown(value)}, expected an object")
+
+
+def _list(obj: dict[str, Any], key: str) -> list[Any] | None:
+    value = obj.get(key)
+    if value is None or isinstance(value, list):
+        return value
+    raise EventError(f"{key!r} is {_shown(value)}, expected a list")
 
 
 def _status(event: dict[str, Any], info: dict[str, Any]) -> str:
@@ -168,41 +239,42 @@ def _status(event: dict[str, Any], info: dict[str, Any]) -> str:
     name = reason.get("Reason") if isinstance(reason, dict) else None
     if info.get("Killed") or name in ("TaskKilled", "TaskCommitDenied"):
         return "killed"
-    if info.get("Failed") or (name is not None and name != "Success"):
+    # Resubmitted: the attempt had succeeded; its output was lost later.
+    if info.get("Failed") or name not in (None, "Success", "Resubmitted"):
         return "failed"
     return "success"
 
 
-def _set_metrics(task: TaskRecord, metrics: Any) -> None:
-    if not isinstance(metrics, dict):
-        return
-    task.has_metrics = True
-    task.deserialize_ms = _int(metrics.get("Executor Deserialize Time"))
-    task.run_ms = _int(metrics.get("Executor Run Time"))
-    task.gc_ms = _int(metrics.get("JVM GC Time"))
-    task.serialize_ms = _int(metrics.get("Result Serialization Time"))
+def _metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`TaskRecord` fields a task's ``Task Metrics`` set."""
     records = nbytes = None
-    read = metrics.get("Shuffle Read Metrics")
-    if isinstance(read, dict):
-        task.fetch_wait_ms = _int(read.get("Fetch Wait Time"))
-        rec = read.get("Total Records Read", read.get("Records Read"))
-        records = _opt_int(rec)
-        nbytes = _int(read.get("Remote Bytes Read")) + _int(
-            read.get("Local Bytes Read")
-        )
-    write = metrics.get("Shuffle Write Metrics")
-    if isinstance(write, dict):
-        task.write_ns = _int(write.get("Shuffle Write Time"))
-        task.shuffle_write_bytes = _opt_int(write.get("Shuffle Bytes Written"))
-    inp = metrics.get("Input Metrics")
-    if isinstance(inp, dict):
-        in_records = _opt_int(inp.get("Records Read"))
-        in_bytes = _opt_int(inp.get("Bytes Read"))
+    values: dict[str, Any] = {
+        "has_metrics": True,
+        "deserialize_ms": _int(metrics, "Executor Deserialize Time"),
+        "run_ms": _int(metrics, "Executor Run Time"),
+        "gc_ms": _int(metrics, "JVM GC Time"),
+        "serialize_ms": _int(metrics, "Result Serialization Time"),
+    }
+    read = _dict(metrics, "Shuffle Read Metrics")
+    if read is not None:
+        values["fetch_wait_ms"] = _int(read, "Fetch Wait Time")
+        total = "Total Records Read"
+        records = _opt_int(read, total if total in read else "Records Read")
+        nbytes = _int(read, "Remote Bytes Read") + _int(read, "Local Bytes Read")
+    write = _dict(metrics, "Shuffle Write Metrics")
+    if write is not None:
+        values["write_ns"] = _int(write, "Shuffle Write Time")
+        values["shuffle_write_bytes"] = _opt_int(write, "Shuffle Bytes Written")
+    inp = _dict(metrics, "Input Metrics")
+    if inp is not None:
+        in_records = _opt_int(inp, "Records Read")
+        in_bytes = _opt_int(inp, "Bytes Read")
         if in_records is not None:
             records = (records or 0) + in_records
         if in_bytes is not None:
             nbytes = (nbytes or 0) + in_bytes
-    task.records, task.bytes = records, nbytes
+    values["records"], values["bytes"] = records, nbytes
+    return values
 
 
 def master_cores(master: str | None) -> int | None:
@@ -418,6 +490,7 @@ class SparkModel:
         self.stage_job: dict[int, int] = {}
         self.jobs: dict[int, _Job] = {}
         self.max_ms = 0
+        self._counted: set[int] = set()  # tasks whose records count (build)
         self._order = 0
         self._handlers = {
             "SparkListenerApplicationStart": self._app_start,
@@ -446,98 +519,104 @@ class SparkModel:
             self.max_ms = ms
 
     def _app_start(self, e: dict[str, Any]) -> None:
-        self.app_start_ms = _opt_int(e.get("Timestamp"))
-        self.stats.app_id = e.get("App ID") or self.stats.app_id
-        self.stats.app_name = e.get("App Name")
+        start = _time(e, "Timestamp")
+        app_id, name = _str(e, "App ID"), _str(e, "App Name")
+        self.app_start_ms = start
+        self.stats.app_id = app_id or self.stats.app_id
+        self.stats.app_name = name
         self._seen(self.app_start_ms)
 
     def _app_end(self, e: dict[str, Any]) -> None:
-        self.app_end_ms = _opt_int(e.get("Timestamp"))
+        self.app_end_ms = _time(e, "Timestamp")
         self._seen(self.app_end_ms)
 
     def _environment(self, e: dict[str, Any]) -> None:
         props = e.get("Spark Properties")
         if isinstance(props, dict):
-            self.master = props.get("spark.master")
+            self.master = _str(props, "spark.master")
         elif isinstance(props, list):  # very old logs: [[key, value], ...]
             for pair in props:
                 if isinstance(pair, list) and pair[:1] == ["spark.master"]:
-                    self.master = str(pair[1])
+                    value = pair[1] if len(pair) > 1 else None
+                    self.master = _str({"spark.master": value}, "spark.master")
 
     def _executor_added(self, e: dict[str, Any]) -> None:
         info = e.get("Executor Info")
-        cores = _opt_int(info.get("Total Cores")) if isinstance(info, dict) else None
+        cores = _opt_int(info, "Total Cores") if isinstance(info, dict) else None
         if cores is not None and cores > 0:
             self.executor_cores[str(e.get("Executor ID"))] = cores
 
     def _job_start(self, e: dict[str, Any]) -> None:
-        job = _opt_int(e.get("Job ID"))
+        job = _opt_int(e, "Job ID")
         if job is None:
             return
-        start = _opt_int(e.get("Submission Time"))
+        start = _time(e, "Submission Time")
+        infos = _list(e, "Stage Infos") or []
+        ids = _list(e, "Stage IDs") or [
+            s.get("Stage ID") for s in infos if isinstance(s, dict)
+        ]
         record = self.jobs.setdefault(job, _Job())
         record.start_ms, record.start_order = start, self._order
         self._seen(start)
-        ids = e.get("Stage IDs") or [
-            s.get("Stage ID") for s in e.get("Stage Infos") or [] if isinstance(s, dict)
-        ]
         for sid in ids:
             if isinstance(sid, int):
                 self.stage_job[sid] = job
-        for info in e.get("Stage Infos") or []:
+        for info in infos:
             name = info.get("Stage Name") if isinstance(info, dict) else None
             if isinstance(name, str) and isinstance(info.get("Stage ID"), int):
                 self.stage_names.setdefault(info["Stage ID"], name)
 
     def _job_end(self, e: dict[str, Any]) -> None:
-        job = _opt_int(e.get("Job ID"))
-        end = _opt_int(e.get("Completion Time"))
+        job = _opt_int(e, "Job ID")
+        end = _time(e, "Completion Time")
         if job is not None:
             record = self.jobs.setdefault(job, _Job())
             record.end_ms, record.end_order = end, self._order
             self._seen(end)
 
     def _stage(self, info: dict[str, Any]) -> tuple[int, _Stage] | None:
-        sid = _opt_int(info.get("Stage ID"))
+        sid = _opt_int(info, "Stage ID")
         if sid is None:
             return None
-        stage = self.stages.setdefault(
-            (sid, _int(info.get("Stage Attempt ID"))), _Stage()
-        )
-        stage.name = info.get("Stage Name") or stage.name
+        attempt, name = _int(info, "Stage Attempt ID"), _str(info, "Stage Name")
+        tasks = _opt_int(info, "Number of Tasks")
+        stage = self.stages.setdefault((sid, attempt), _Stage())
+        stage.name = name or stage.name
         if stage.name:
             self.stage_names[sid] = stage.name
-        stage.num_tasks = _opt_int(info.get("Number of Tasks")) or stage.num_tasks
+        stage.num_tasks = tasks or stage.num_tasks
         return sid, stage
 
     def _stage_submitted(self, e: dict[str, Any]) -> None:
-        found = self._stage(e.get("Stage Info") or {})
+        info = _dict(e, "Stage Info") or {}
+        submitted = _time(info, "Submission Time")
+        found = self._stage(info)
         if found:
-            submitted = _opt_int((e.get("Stage Info") or {}).get("Submission Time"))
             found[1].submitted_ms = submitted
 
     def _stage_completed(self, e: dict[str, Any]) -> None:
-        info = e.get("Stage Info") or {}
+        info = _dict(e, "Stage Info") or {}
+        completed = _time(info, "Completion Time")
         found = self._stage(info)
         if found:
-            found[1].completed_ms = _opt_int(info.get("Completion Time"))
+            found[1].completed_ms = completed
             self._seen(found[1].completed_ms)
 
     def _task(self, e: dict[str, Any], info: dict[str, Any]) -> TaskRecord | None:
-        tid, launch = _opt_int(info.get("Task ID")), _opt_int(info.get("Launch Time"))
+        tid, launch = _opt_int(info, "Task ID"), _time(info, "Launch Time")
         if tid is None or launch is None:
             return None
         task = self.tasks.get(tid)
         if task is None:
-            index = _opt_int(info.get("Index"))
-            partition = _opt_int(info.get("Partition ID"))
+            index = _opt_int(info, "Index")
+            partition = _opt_int(info, "Partition ID")
             task = TaskRecord(
                 task_id=tid,
-                stage_id=_int(e.get("Stage ID")),
-                stage_attempt=_int(e.get("Stage Attempt ID")),
+                stage_id=_int(e, "Stage ID"),
+                stage_attempt=_int(e, "Stage Attempt ID"),
                 index=index,
                 partition=index if partition is None or partition < 0 else partition,
-                attempt=_opt_int(info.get("Attempt")),
+                attempt=_opt_int(info, "Attempt"),
                 executor_id=str(info.get("Executor ID")),
                 speculative=bool(info.get("Speculative", False)),
                 launch_ms=launch,
@@ -558,25 +637,34 @@ class SparkModel:
                 stage.all_launched_ms = task.launch_ms
 
     def _task_start(self, e: dict[str, Any]) -> None:
-        info = e.get("Task Info")
-        if isinstance(info, dict):
+        info = _dict(e, "Task Info")
+        if info is not None:
             self._task(e, info)
 
     def _task_end(self, e: dict[str, Any]) -> None:
-        info = e.get("Task Info")
-        if not isinstance(info, dict):
+        info = _dict(e, "Task Info")
+        if info is None:
             return
+        tid = _opt_int(info, "Task ID")
+        known = self.tasks.get(tid) if tid is not None else None
+        if known is not None and known.finish_ms is not None:
+            return  # ended already: Resubmitted (see the module docstring)
+        # Read every field first: a bad one skips the event, changing nothing.
+        finish = _time(info, "Finish Time")
+        getting = _time(info, "Getting Result Time")
+        metrics = _dict(e, "Task Metrics")
+        measured = _metric_values(metrics) if metrics is not None else {}
         task = self._task(e, info)
         if task is None:
             return
         if task.order == self._order:  # no TaskStart seen: launch just before
             task.order -= 1
-        finish = _opt_int(info.get("Finish Time"))
         task.finish_ms = max(finish, task.launch_ms) if finish else task.launch_ms
         task.end_order = self._order
         task.status = _status(e, info)
-        task.getting_result_at = _int(info.get("Getting Result Time"))
-        _set_metrics(task, e.get("Task Metrics"))
+        task.getting_result_at = getting or 0
+        for name, value in measured.items():
+            setattr(task, name, value)
         self._seen(task.finish_ms)
 
     # -- build ---------------------------------------------------------------
@@ -605,6 +693,7 @@ class SparkModel:
         end_ms = self._end_ms()
         rows = _Rows()
         ordered = sorted(self.tasks.values(), key=lambda t: (t.launch_ms, t.order))
+        self._counted = _counted_attempts(self.tasks.values())
         slots = self._assign_slots(ordered, final, end_ms)
         pending = self._pending_intervals(final, end_ms)
         for worker, tasks in slots.items():
@@ -746,7 +835,7 @@ class SparkModel:
                     continue
                 work = (
                     (task.records, task.bytes, task.shuffle_write_bytes)
-                    if activity == "processing"
+                    if activity == "processing" and task.task_id in self._counted
                     else (None, None, None)
                 )
                 rows.add(
@@ -844,6 +933,30 @@ class SparkModel:
             events.append(_DriverEvent(end_ms, 1 << 62, _END))
         events.sort(key=lambda e: (e.time_ms, e.order, e.kind))
         return events
+
+
+def _counted_attempts(tasks: Iterable[TaskRecord]) -> set[int]:
+    """Task ids whose records count: each partition's first success per stage.
+
+    >>> ok = [TaskRecord(t, 0, 0, 0, 0, a, "1", False, 0, 0, status="success",
+    ...     end_order=o) for t, a, o in [(1, 0, 9), (2, 1, 5)]]
+    >>> sorted(_counted_attempts(ok))
+    [2]
+    """
+    first: dict[tuple[int, int], TaskRecord] = {}
+    counted: set[int] = set()
+    for task in tasks:
+        if task.status != "success":
+            continue
+        if task.partition is None:
+            counted.add(task.task_id)
+            continue
+        key = (task.stage_id, task.partition)
+        best = first.get(key)
+        if best is None or task.end_order < best.end_order:
+            first[key] = task
+    counted.update(t.task_id for t in first.values())
+    return counted
 
 
 def _fix_driver_seqs(rows: _Rows, seq_of: dict[tuple[int, int], int]) -> None:

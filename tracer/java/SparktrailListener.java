@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkFirehoseListener;
+import org.apache.spark.scheduler.LiveListenerBus;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
 import org.apache.spark.scheduler.SparkListenerEnvironmentUpdate;
@@ -41,7 +42,15 @@ import org.apache.spark.util.JsonProtocolOptions;
  * lines, Spark's own {@link JsonProtocol}), one segment per flush, each written under a hidden
  * temporary name and renamed into place so a follower never sees half a segment. An empty
  * {@code appstatus_<appId>.inprogress} marker exists while the listener runs and is renamed to
- * {@code appstatus_<appId>} when it has written everything (application end or {@link #close()}).
+ * {@code appstatus_<appId>} when it has written everything (the listener bus stopped after the
+ * application end, or {@link #close()}).
+ *
+ * <p>Spark posts the application end first when a SparkContext stops, and then the events of its
+ * teardown: the {@code TaskEnd} of tasks that finished meanwhile and the {@code JobEnd} of jobs
+ * cancelled by the stop. So the log stays open after the application end until the listener bus
+ * has delivered its last event (it no longer lists this listener) and only then is marked
+ * complete; without a bus to watch (Spark internals changed), after {@link #QUIET_MILLIS} without
+ * events.
  *
  * <p>Spark delivers events to listeners on one thread per queue, and the shared queue drops
  * events once 10,000 are waiting, so {@link #onEvent} does no I/O: it serializes the event
@@ -59,6 +68,12 @@ public class SparktrailListener extends SparkFirehoseListener {
   public static final String MAX_EVENTS_KEY = "spark.sparktrail.maxEvents";
   public static final long DEFAULT_FLUSH_MILLIS = 1000L;
   public static final int DEFAULT_MAX_EVENTS = 20000;
+
+  /** After the application end, how often the writer checks whether the bus delivered all. */
+  static final long END_POLL_MILLIS = 50L;
+
+  /** After the application end with no bus to watch: the log is complete after this quiet time. */
+  static final long QUIET_MILLIS = 2000L;
 
   /** Event classes the model reads (tracer/eventlog.py USED_EVENTS); the rest are skipped. */
   private static final Set<Class<?>> USED =
@@ -119,6 +134,10 @@ public class SparktrailListener extends SparkFirehoseListener {
   private SparkConf conf;
 
   private volatile boolean closed;
+  private volatile boolean appEnded;
+  private volatile boolean flushNow;
+  private volatile long lastEventNanos = System.nanoTime();
+  private volatile LiveListenerBus bus;
   private volatile String error;
   private int segment;
 
@@ -205,6 +224,7 @@ public class SparktrailListener extends SparkFirehoseListener {
       appId = sc.applicationId();
       buffer.addAll(head);
     }
+    bus = sc.listenerBus();
     sc.addSparkListener(this);
     // After registering, so an executor added meanwhile is in the bus events or here
     // (twice is harmless: the model keeps the last core count).
@@ -261,14 +281,45 @@ public class SparktrailListener extends SparkFirehoseListener {
         appId = id.isDefined() ? id.get() : "unknown-app";
       }
       buffer.add(line);
+      lastEventNanos = System.nanoTime();
       if (event instanceof SparkListenerApplicationEnd) {
-        closed = true; // the log is complete: nothing after this is written
-        closing = true;
+        // Not the end of the log: the teardown's events follow (see the class comment).
+        if (bus == null) {
+          bus = activeBus();
+        }
+        appEnded = true;
+        flushNow = true;
         lock.notifyAll();
       } else if (buffer.size() >= maxEvents) {
         lock.notifyAll();
       }
     }
+  }
+
+  /** The listener bus of the active SparkContext (still active while it stops), or null. */
+  private static LiveListenerBus activeBus() {
+    try {
+      scala.Option<SparkContext> active = org.apache.spark.SparkContext$.MODULE$.getActive();
+      return active.isDefined() ? active.get().listenerBus() : null;
+    } catch (RuntimeException | LinkageError e) {
+      return null;
+    }
+  }
+
+  /**
+   * Whether the bus will deliver nothing more after the application end: it stopped (its queues
+   * are cleared once drained) or this listener was removed from it.
+   */
+  private boolean deliveryOver() {
+    LiveListenerBus b = bus;
+    if (b != null) {
+      try {
+        return !b.listeners().contains(this);
+      } catch (RuntimeException | LinkageError e) {
+        bus = null;
+      }
+    }
+    return (System.nanoTime() - lastEventNanos) / 1_000_000L >= QUIET_MILLIS;
   }
 
   /**
@@ -327,18 +378,23 @@ public class SparktrailListener extends SparkFirehoseListener {
       List<String> batch;
       boolean lastBatch;
       String id;
+      // Checked without holding the lock: the bus thread takes it in onEvent.
+      boolean over = appEnded && deliveryOver();
       synchronized (lock) {
-        while (!closing && buffer.size() < maxEvents) {
-          long waitMs = flushMillis - (System.nanoTime() - last) / 1_000_000L;
-          if (waitMs <= 0) {
-            break;
-          }
+        if (over) {
+          closed = true; // nothing can arrive any more; count anything that does as ignored
+          closing = true;
+        }
+        long waitMs = flushMillis - (System.nanoTime() - last) / 1_000_000L;
+        if (!closing && !flushNow && buffer.size() < maxEvents && waitMs > 0) {
           try {
-            lock.wait(waitMs);
+            lock.wait(appEnded ? Math.min(waitMs, END_POLL_MILLIS) : waitMs);
           } catch (InterruptedException e) {
             closing = true;
           }
+          continue;
         }
+        flushNow = false;
         lastBatch = closing;
         id = appId;
         if (id == null && !lastBatch) {
