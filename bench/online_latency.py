@@ -206,7 +206,6 @@ def _ids(outputs: list[tuple[str, str]]) -> str:
 
 
 REFRESH_OUT = [
-    ("window-picker", "options"),
     ("status", "children"),
     ("counters", "children"),
     ("shown-version", "data"),

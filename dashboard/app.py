@@ -7,12 +7,33 @@ pure builders of :mod:`~sparktrail.dashboard.figures`: a 1 s
 ``dcc.Interval`` checks whether a new snapshot was published, and the
 figures are rebuilt only when it was, or when another window is picked.
 
-The app serves only Dash's own routes: no assets folder and no Flask
-static folder, so no path from a request reaches the file system.
+Safety
+------
+No path from a request reaches the file system: the server answers only
+the page itself and Dash's routes (layout, dependencies, callbacks, the
+component scripts registered by its packages), anything else with 404; no
+assets folder, no Flask static folder. A callback request must name a
+callback of the page with its declared inputs (else 400), and a window key
+from the page only selects among the snapshot's windows
+(:meth:`~sparktrail.dashboard.live.Snapshot.window`). :func:`serve` binds
+127.0.0.1 unless told otherwise, with Dash's dev tools off whatever the
+``DASH_*`` environment says.
+
+Many windows
+------------
+The window picker lists the newest :data:`PICKER_WINDOWS` windows and
+finds older ones by the text typed into it; its options are sent when the
+windows change or the search does, not on every tick. The over-time chart
+merges runs of windows into at most :data:`MAX_BARS` bars
+(:func:`coarsen_activity`), and picking a window moves its shading with a
+patch instead of sending the chart again.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import inspect
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +42,23 @@ import flask
 import plotly.graph_objects as go
 import polars as pl
 from dash import dcc, html
-from dash.exceptions import PreventUpdate
+from dash.exceptions import DependencyException, PreventUpdate
 
 from . import figures
 from .live import LATEST, Snapshot, SnapshotSource, WindowView
 
-__all__ = ["GRAPHS", "create_app", "page_figures"]
+__all__ = [
+    "GRAPHS",
+    "MAX_BARS",
+    "PICKER_WINDOWS",
+    "coarsen_activity",
+    "create_app",
+    "page_figures",
+    "picker_options",
+    "serve",
+    "well_formed",
+    "windows_per_bar",
+]
 
 #: Graph component id -> what it shows, in page order.
 GRAPHS: dict[str, str] = {
@@ -39,7 +71,24 @@ GRAPHS: dict[str, str] = {
 }
 DEFAULT_HEIGHT = 420
 WAITING = "waiting for the first window to close…"
+#: Windows the picker lists without a search (the newest).
+PICKER_WINDOWS = 200
+#: Bars of the over-time chart, at most (runs of windows are merged): about
+#: 2 px each across the page, one point per bar and activity.
+MAX_BARS = 500
+#: Longest request body the server reads (callback requests are small).
+MAX_REQUEST_BYTES = 1 << 20
+_SEARCH_CHARS = 64
 _NO_ASSETS = Path(__file__).parent / "_no_assets"  # never created
+#: The routes the page uses, under Dash's routes prefix; any other is 404.
+_ROUTES = (
+    "",
+    "_dash-layout",
+    "_dash-dependencies",
+    "_dash-update-component",
+    "_dash-component-suites/<string:package_name>/<path:fingerprinted_path>",
+    "_favicon.ico",
+)
 
 _STYLE = {
     "fontFamily": "system-ui, sans-serif",
@@ -63,11 +112,11 @@ def _empty(snapshot: Snapshot) -> dict[str, go.Figure]:
 
 
 def _timeline(view: WindowView) -> go.Figure:
-    if view.cp is None:
+    rows = view.cp
+    if rows is None:
         return figures.empty_figure(
             "no CP rows for this view (a report without critical_window.parquet)"
         )
-    rows = view.cp
     if rows["window_start_ns"].n_unique() > 1:  # a report's CP of several windows
         rows = rows.filter(pl.col("window_start_ns") == rows["window_start_ns"].max())
     fig = figures.critical_gantt(rows)
@@ -78,11 +127,132 @@ def _timeline(view: WindowView) -> go.Figure:
     return fig
 
 
-def page_figures(snapshot: Snapshot, key: str | None) -> dict[str, go.Figure]:
+def windows_per_bar(activity_by_window: pl.DataFrame, max_bars: int) -> int:
+    """How many windows :func:`coarsen_activity` merges into one bar.
+
+    >>> f = pl.DataFrame({"window_start_ns": [0, 10, 20],
+    ...     "window_end_ns": [10, 20, 30]})
+    >>> windows_per_bar(f, 3), windows_per_bar(f, 2), windows_per_bar(f, 1)
+    (1, 2, 3)
+    """
+    frame = activity_by_window
+    if frame.is_empty() or frame["window_start_ns"].n_unique() <= max_bars:
+        return 1
+    first = int(frame["window_start_ns"].min())  # type: ignore[arg-type]
+    last = int(frame["window_end_ns"].max())  # type: ignore[arg-type]
+    lengths = frame["window_end_ns"] - frame["window_start_ns"]
+    window = max(1, int(lengths.min()))  # type: ignore[arg-type]
+    return math.ceil((last - first) / window / max_bars)
+
+
+def coarsen_activity(activity_by_window: pl.DataFrame, max_bars: int) -> pl.DataFrame:
+    """Merge runs of consecutive windows until at most ``max_bars`` remain.
+
+    Time is cut into runs of :func:`windows_per_bar` windows from the first
+    window on; each run becomes one row per activity spanning the run's
+    windows, with the activity's share of the run's critical path
+    (``cp_ns`` and ``time_ns`` summed). Fewer windows come back unchanged.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"window_start_ns": [0, 10, 20, 30],
+    ...     "window_end_ns": [10, 20, 30, 40], "activity": ["gc"] * 4,
+    ...     "cp_share": [1.0] * 4, "cp_ns": [10.0] * 4, "time_ns": [10] * 4})
+    >>> coarsen_activity(f, 2).select("window_start_ns", "window_end_ns").rows()
+    [(0, 20), (20, 40)]
+    """
+    frame = activity_by_window
+    per_bar = windows_per_bar(frame, max_bars)
+    if per_bar == 1:
+        return frame
+    first = int(frame["window_start_ns"].min())  # type: ignore[arg-type]
+    lengths = frame["window_end_ns"] - frame["window_start_ns"]
+    span = per_bar * max(1, int(lengths.min()))  # type: ignore[arg-type]
+    run = first + (pl.col("window_start_ns") - first) // span * span
+    merged = (
+        frame.with_columns(run.alias("run"))
+        .with_columns(
+            pl.col("window_start_ns").min().over("run"),
+            pl.col("window_end_ns").max().over("run"),
+        )
+        .group_by("run", "window_start_ns", "window_end_ns", "activity")
+        .agg(pl.col("cp_ns").sum(), pl.col("time_ns").sum())
+        .with_columns(
+            cp_share=pl.col("cp_ns") / pl.col("cp_ns").sum().over("run"),
+        )
+        .sort("window_start_ns", "activity")
+    )
+    return merged.select(frame.columns).with_columns(pl.col("cp_share").fill_nan(0.0))
+
+
+def _ms(ns: int) -> str:
+    """A trace time as plotly's date string (UTC, microseconds)."""
+    moment = dt.datetime.fromtimestamp(ns // 1000 / 1e6, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _shading(snapshot: Snapshot, view: WindowView) -> list[dict[str, Any]]:
+    """The over-time chart's shapes: the picked window shaded."""
+    if len(snapshot.windows) < 2:
+        return []
+    shape = {
+        "type": "rect",
+        "xref": "x",
+        "yref": "y domain",
+        "x0": _ms(view.start_ns),
+        "x1": _ms(view.end_ns),
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": "#000",
+        "opacity": 0.08,
+        "line": {"width": 0},
+    }
+    return [shape]
+
+
+def _activity_figure(snapshot: Snapshot, view: WindowView) -> go.Figure:
+    frame = snapshot.activity_by_window
+    fig = figures.activity_over_time(coarsen_activity(frame, MAX_BARS))
+    per_bar = windows_per_bar(frame, MAX_BARS)
+    if per_bar > 1:
+        fig.update_layout(
+            title=f"Critical path by activity over time ({per_bar} windows per bar)"
+        )
+    fig.update_layout(uirevision="activity", shapes=_shading(snapshot, view))
+    return fig
+
+
+def _window_figures(view: WindowView) -> dict[str, go.Figure]:
+    summaries = view.summaries
+    hints = figures.hints_table(summaries.hints)
+    if not summaries.hints.is_empty():  # long evidence wraps to several lines
+        hints.update_layout(height=min(1200, 200 + 150 * len(summaries.hints)))
+    return {
+        "straggler-summary": figures.straggler_bars(summaries.straggler),
+        "operator-summary": figures.operator_bars(summaries.operator),
+        "communication-summary": figures.communication_heatmap(summaries.communication),
+        "critical-timeline": _timeline(view),
+        "hints": hints,
+    }
+
+
+def _unreadable(view: WindowView, err: Exception) -> dict[str, go.Figure]:
+    message = f"window {view.label} could not be read: {type(err).__name__}"
+    return {key: figures.empty_figure(message) for key in GRAPHS}
+
+
+def _sized(built: dict[str, go.Figure]) -> dict[str, go.Figure]:
+    for fig in built.values():  # a graph keeps an earlier figure's height
+        fig.update_layout(height=fig.layout.height or DEFAULT_HEIGHT)
+    return built
+
+
+def page_figures(snapshot: Snapshot, key: object) -> dict[str, go.Figure]:
     """Every graph of the page for the window picked by ``key``.
 
     A pure function of the snapshot: the over-time chart shows every
-    window (the picked one shaded), the others the picked window.
+    window (runs of them merged into at most :data:`MAX_BARS` bars, the
+    picked one shaded), the others the picked window.
 
     Examples
     --------
@@ -93,40 +263,45 @@ def page_figures(snapshot: Snapshot, key: str | None) -> dict[str, go.Figure]:
     view = snapshot.window(key)
     if view is None:
         return _empty(snapshot)
-    summaries = view.summaries
-    activity = figures.activity_over_time(snapshot.activity_by_window)
-    if len(snapshot.windows) > 1:
-        activity.add_vrect(
-            x0=pl.Series([view.start_ns]).cast(pl.Datetime("ns"))[0],
-            x1=pl.Series([view.end_ns]).cast(pl.Datetime("ns"))[0],
-            fillcolor="#000",
-            opacity=0.08,
-            line_width=0,
-        )
-    activity.update_layout(uirevision="activity")
-    hints = figures.hints_table(summaries.hints)
-    if not summaries.hints.is_empty():  # long evidence wraps to several lines
-        hints.update_layout(height=min(1200, 200 + 150 * len(summaries.hints)))
-    built = {
-        "activity-summary": activity,
-        "straggler-summary": figures.straggler_bars(summaries.straggler),
-        "operator-summary": figures.operator_bars(summaries.operator),
-        "communication-summary": figures.communication_heatmap(summaries.communication),
-        "critical-timeline": _timeline(view),
-        "hints": hints,
-    }
-    for fig in built.values():  # a graph keeps an earlier figure's height
-        fig.update_layout(height=fig.layout.height or DEFAULT_HEIGHT)
-    return built
+    try:
+        built = _window_figures(view)
+    except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
+        return _unreadable(view, err)
+    return _sized({"activity-summary": _activity_figure(snapshot, view)} | built)
 
 
-def _options(snapshot: Snapshot) -> list[dict[str, str]]:
-    newest = "latest window (follow)" if snapshot.live else "whole run"
-    options = [{"label": newest, "value": LATEST}]
-    options += [
-        {"label": view.label, "value": view.key} for view in reversed(snapshot.windows)
-    ]
-    return options if snapshot.live else options[:1]
+def picker_options(
+    snapshot: Snapshot, search: object = None, picked: object = None
+) -> list[dict[str, str]]:
+    """The window picker's options: follow-latest, then windows newest first.
+
+    Parameters
+    ----------
+    snapshot
+        Its windows are the choice.
+    search
+        Text typed into the picker: windows whose label holds it (at most
+        :data:`PICKER_WINDOWS`); without it, the newest windows.
+    picked
+        The picker's value; its window stays listed, so it stays shown.
+
+    Examples
+    --------
+    >>> [o["value"] for o in picker_options(Snapshot(source="t", status="s"))]
+    ['latest']
+    """
+    if not snapshot.live:
+        return [{"label": "whole run", "value": LATEST}]
+    options = [{"label": "latest window (follow)", "value": LATEST}]
+    newest = reversed(snapshot.windows)
+    text = search.strip()[:_SEARCH_CHARS] if isinstance(search, str) else ""
+    views = [v for v in newest if text in v.label] if text else list(newest)
+    views = views[:PICKER_WINDOWS]
+    kept = snapshot.window(picked)
+    if kept is not None and kept.key == picked and kept not in views:
+        views.append(kept)
+    options += [{"label": view.label, "value": view.key} for view in views]
+    return options
 
 
 def _counters(snapshot: Snapshot) -> str:
@@ -137,6 +312,7 @@ def _counters(snapshot: Snapshot) -> str:
 
 
 def _layout(snapshot: Snapshot) -> html.Div:
+    # The stores start at this snapshot, so the first tick does not resend it.
     graphs = [
         html.Section(
             dcc.Graph(id=key),
@@ -156,9 +332,10 @@ def _layout(snapshot: Snapshot) -> html.Div:
                     html.Div(
                         dcc.Dropdown(
                             id="window-picker",
-                            options=_options(snapshot),
+                            options=picker_options(snapshot),
                             value=LATEST,
                             clearable=False,
+                            placeholder="type a time to find older windows",
                         ),
                         style={"minWidth": "380px"},
                     ),
@@ -175,11 +352,86 @@ def _layout(snapshot: Snapshot) -> html.Div:
             # 250 ms: the page tick adds half of it, on average, to the time
             # from a window closing to its figures (bench/online_latency.py).
             dcc.Interval(id="refresh", interval=250, disabled=not snapshot.live),
-            dcc.Store(id="shown-version", data=-1),
-            dcc.Store(id="drawn-windows", data=-1),
+            dcc.Store(id="shown-version", data=snapshot.version),
+            dcc.Store(id="drawn-windows", data=snapshot.windows_version),
         ],
         style=_STYLE,
     )
+
+
+def _declared(output: str) -> list[tuple[str, str]]:
+    """``(id, property)`` of each output of a ``callback_map`` key."""
+    names = output.strip(".").split("...") if output.startswith("..") else [output]
+    return [(id_, prop) for id_, _, prop in (n.rpartition(".") for n in names)]
+
+
+def _ids(items: Any) -> list[tuple[Any, Any]] | None:
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return None
+    return [(i.get("id"), i.get("property")) for i in items]
+
+
+def well_formed(app: dash.Dash, body: Any) -> bool:
+    """Whether ``body`` asks for a callback of ``app`` with its declared props.
+
+    Dash runs what a callback request names; this checks the names (the
+    values are the callbacks' business): the output is a callback's, and
+    the outputs, inputs, state and changed props are the ones it declared.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("output"), str):
+        return False
+    spec = app.callback_map.get(body["output"])
+    if spec is None:
+        return False
+    outputs = body.get("outputs")
+    inputs = [(d["id"], d["property"]) for d in spec["inputs"]]
+    state = [(d["id"], d["property"]) for d in spec["state"]]
+    changed = body.get("changedPropIds", [])
+    return (
+        _ids(outputs if isinstance(outputs, list) else [outputs])
+        == _declared(body["output"])
+        and _ids(body.get("inputs")) == inputs
+        and _ids(body.get("state", [])) == state
+        and isinstance(changed, list)
+        and all(c in {f"{i}.{p}" for i, p in inputs} for c in changed)
+    )
+
+
+#: Dash options that newer versions have and that must stay off here
+#: (``DASH_MCP_ENABLED`` would add a route that describes the callbacks).
+_OFF: dict[str, Any] = {
+    name: False
+    for name in ("enable_mcp",)
+    if name in inspect.signature(dash.Dash).parameters
+}
+
+
+def _guard(app: dash.Dash) -> None:
+    """Answer only the page's routes and well-formed callback requests."""
+    server: flask.Flask = app.server
+    server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    prefix = app.config.routes_pathname_prefix
+    allowed = {prefix + route for route in _ROUTES}
+
+    @server.before_request
+    def only_the_page() -> None:
+        rule = flask.request.url_rule
+        if rule is None or rule.rule not in allowed:
+            flask.abort(404)
+
+    @server.errorhandler(DependencyException)
+    def not_a_component_script(_: Exception) -> tuple[str, int]:
+        return "not found", 404
+
+    endpoint = prefix + "_dash-update-component"
+    dispatch = server.view_functions[endpoint]
+
+    def checked_dispatch(*args: Any, **kwargs: Any) -> Any:
+        if not well_formed(app, flask.request.get_json(silent=True)):
+            flask.abort(400)
+        return dispatch(*args, **kwargs)
+
+    server.view_functions[endpoint] = checked_dispatch
 
 
 def create_app(source: SnapshotSource) -> dash.Dash:
@@ -194,8 +446,8 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     Returns
     -------
     dash.Dash
-        Run it with ``app.run(host=..., port=...)``; the layout is built
-        per page load from the snapshot of that moment.
+        Run it with :func:`serve`; the layout is built per page load from
+        the snapshot of that moment.
     """
     server = flask.Flask(__name__, static_folder=None)
     app = dash.Dash(
@@ -203,13 +455,17 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         server=server,  # type: ignore[arg-type]
         title="sparktrail",
         assets_folder=str(_NO_ASSETS),
+        include_assets_files=False,
         serve_locally=True,
+        compress=False,
+        suppress_callback_exceptions=False,
         update_title=None,  # type: ignore[arg-type]
+        **_OFF,
     )
     app.layout = lambda: _layout(source.latest())
+    _guard(app)
 
     @app.callback(
-        dash.Output("window-picker", "options"),
         dash.Output("status", "children"),
         dash.Output("counters", "children"),
         dash.Output("shown-version", "data"),
@@ -218,13 +474,12 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         dash.State("shown-version", "data"),
         dash.State("drawn-windows", "data"),
     )
-    def refresh(_: Any, shown: int, drawn: int) -> tuple[Any, ...]:
+    def refresh(_: Any, shown: Any, drawn: Any) -> tuple[Any, ...]:
         snapshot = source.latest()
         if snapshot.version == shown:
             raise PreventUpdate
         windows = snapshot.windows_version
         return (
-            _options(snapshot),
             snapshot.status,
             _counters(snapshot),
             snapshot.version,
@@ -232,12 +487,64 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         )
 
     @app.callback(
+        dash.Output("window-picker", "options"),
+        dash.Input("drawn-windows", "data"),
+        dash.Input("window-picker", "search_value"),
+        dash.State("window-picker", "value"),
+        prevent_initial_call=True,  # the layout lists them
+    )
+    def list_windows(_: Any, search: Any, picked: Any) -> list[dict[str, str]]:
+        return picker_options(source.latest(), search, picked)
+
+    @app.callback(
         [dash.Output(key, "figure") for key in GRAPHS],
         dash.Input("window-picker", "value"),
         dash.Input("drawn-windows", "data"),
     )
-    def draw(key: str | None, _: int) -> list[go.Figure]:
-        built = page_figures(source.latest(), key)
+    def draw(key: Any, _: Any) -> list[Any]:
+        snapshot = source.latest()
+        view = snapshot.window(key)
+        if view is not None and set(dash.ctx.triggered_prop_ids) == {
+            "window-picker.value"
+        }:  # the windows are those drawn: move the shading, keep the chart
+            try:
+                built: dict[str, Any] = _sized(_window_figures(view))
+            except (OSError, pl.exceptions.PolarsError) as err:
+                built = _unreadable(view, err)
+            else:
+                shading = dash.Patch()
+                shading["layout"]["shapes"] = _shading(snapshot, view)
+                built["activity-summary"] = shading
+        else:
+            built = page_figures(snapshot, key)
         return [built[name] for name in GRAPHS]
 
     return app
+
+
+def serve(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
+    """Serve ``app`` on ``host:port`` with Flask's threaded server until stopped.
+
+    The host is 127.0.0.1 unless told otherwise. Dash's dev tools (error
+    pages with tracebacks, hot reload) and Flask's debugger and reloader
+    stay off, whatever the ``DASH_*`` and ``FLASK_*`` environment says.
+
+    Raises
+    ------
+    ValueError
+        If ``host`` is empty (Dash would take ``$HOST`` instead).
+    """
+    if not host:
+        raise ValueError("the host to bind must not be empty (e.g. 127.0.0.1)")
+    app.run(
+        host=host,
+        port=port,
+        debug=False,
+        dev_tools_ui=False,
+        dev_tools_props_check=False,
+        dev_tools_serve_dev_bundles=False,
+        dev_tools_hot_reload=False,
+        use_reloader=False,
+        use_debugger=False,
+        load_dotenv=False,
+    )

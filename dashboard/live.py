@@ -14,24 +14,38 @@ Loaders
   (``sparktrail serve --report OUT_DIR``) as one "whole run" window; the
   timeline needs ``summaries/critical_window.parquet`` (CP rows of one
   window), which older reports lack.
+
+Many windows
+------------
+A snapshot lists every window but holds the frames of few: a
+:class:`WindowView` reads its summaries and CP rows when first asked (from
+the store, through a small cache of the newest and recently picked
+windows). Starting on a store of 10,000 windows reads one small frame per
+window (``activity_by_window``, for the over-time chart, in one call), and
+each step appends the new windows' rows instead of concatenating them all
+again (``bench/dashboard_windows.py``).
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import functools
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import polars as pl
 
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import SUMMARY_FRAMES, StoredWindow
+from sparktrail.summaries.store import SUMMARY_FRAMES, WindowStore
 
 __all__ = [
     "LATEST",
@@ -40,9 +54,14 @@ __all__ = [
     "SnapshotSource",
     "StaticSource",
     "UpdateThread",
+    "WindowFrames",
     "WindowView",
+    "append_rows",
+    "closed_label",
     "load_report",
+    "read_activity",
     "utc",
+    "window_start",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -50,6 +69,11 @@ LOG = logging.getLogger(__name__)
 LATEST = "latest"
 #: The file of CP rows a report may carry for its timeline.
 REPORT_CP = "critical_window.parquet"
+#: Windows whose frames a :class:`LiveLoader` keeps in memory: the newest
+#: and the recently picked; others are read from the store when picked.
+CACHED_WINDOWS = 32
+#: What a window key looks like: a start time in ns.
+_KEY = re.compile(r"-?[0-9]{1,19}")
 
 
 def utc(ns: int) -> str:
@@ -62,26 +86,77 @@ def utc(ns: int) -> str:
     return moment.strftime("%H:%M:%S.%f")[:-3]
 
 
+class WindowFrames(NamedTuple):
+    """The frames of one window: summaries and (when known) CP rows."""
+
+    summaries: Summaries
+    cp: pl.DataFrame | None
+
+
 @dataclass(frozen=True)
 class WindowView:
-    """One window the page can show: summaries and (when known) CP rows."""
+    """One window the page can show: bounds, label, and its frames.
+
+    ``frames`` hands out the window's :class:`WindowFrames`; it may read
+    them from the store (see :class:`LiveLoader`), so a snapshot of many
+    windows holds their labels, not their frames.
+    """
 
     start_ns: int
     end_ns: int
     label: str
-    summaries: Summaries
-    cp: pl.DataFrame | None
+    frames: Callable[[], WindowFrames] = field(repr=False, compare=False)
 
     @property
     def key(self) -> str:
         """The window-picker value of this window."""
         return str(self.start_ns)
 
+    @property
+    def summaries(self) -> Summaries:
+        """The window's summaries."""
+        return self.frames().summaries
+
+    @property
+    def cp(self) -> pl.DataFrame | None:
+        """The window's CP rows, if known."""
+        return self.frames().cp
+
     @classmethod
-    def closed(cls, window: StoredWindow) -> WindowView:
-        """The view of a window closed by the online pipeline."""
-        label = f"{utc(window.start_ns)} – {utc(window.end_ns)} UTC"
-        return cls(window.start_ns, window.end_ns, label, window.summaries, window.cp)
+    def held(
+        cls,
+        start_ns: int,
+        end_ns: int,
+        label: str,
+        summaries: Summaries,
+        cp: pl.DataFrame | None,
+    ) -> WindowView:
+        """A view whose frames are in memory."""
+        frames = WindowFrames(summaries, cp)
+        return cls(start_ns, end_ns, label, lambda: frames)
+
+
+def closed_label(start_ns: int, end_ns: int) -> str:
+    """The picker label of a window closed by the online pipeline.
+
+    >>> closed_label(0, 1_000_000_000)
+    '00:00:00.000 – 00:00:01.000 UTC'
+    """
+    return f"{utc(start_ns)} – {utc(end_ns)} UTC"
+
+
+def window_start(key: object) -> int | None:
+    """The start time a window-picker value names, or ``None``.
+
+    The value comes from the page, so anything may arrive: only a decimal
+    integer string is a start time.
+
+    >>> window_start("1500000000000000000"), window_start("../../etc/passwd")
+    (1500000000000000000, None)
+    """
+    if isinstance(key, str) and _KEY.fullmatch(key):
+        return int(key)
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,15 +195,19 @@ class Snapshot:
     version: int = 0
     windows_version: int = 0
 
-    def window(self, key: str | None) -> WindowView | None:
-        """The window picked by ``key`` (a start time, or :data:`LATEST`)."""
+    def window(self, key: object) -> WindowView | None:
+        """The window picked by ``key`` (a start time, or :data:`LATEST`).
+
+        Any other value (one this snapshot does not hold, or not a window
+        key at all) picks the latest window.
+        """
         if not self.windows:
             return None
-        if key in (None, LATEST):
-            return self.windows[-1]
-        for view in self.windows:
-            if view.key == key:
-                return view
+        start = window_start(key)
+        if start is not None:
+            at = bisect.bisect_left(self.windows, start, key=lambda v: v.start_ns)
+            if at < len(self.windows) and self.windows[at].start_ns == start:
+                return self.windows[at]
         return self.windows[-1]
 
 
@@ -151,12 +230,64 @@ class StaticSource:
         return self._snapshot
 
 
-def _concat_activity(windows: tuple[WindowView, ...]) -> pl.DataFrame:
-    frames = [w.summaries.activity_by_window for w in windows]
-    frames = [f for f in frames if not f.is_empty()]
+def append_rows(frame: pl.DataFrame, more: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """``frame`` with the rows of ``more`` after it (columns unified).
+
+    Appends chunks rather than copying ``frame``; rechunks once they pile up.
+
+    >>> a = pl.DataFrame({"x": [1]})
+    >>> append_rows(a, [pl.DataFrame({"x": [2], "y": ["b"]})]).rows()
+    [(1, None), (2, 'b')]
+    """
+    frames = [f for f in (frame, *more) if not f.is_empty()]
     if not frames:
         return pl.DataFrame()
-    return pl.concat(frames, how="diagonal_relaxed")
+    if len(frames) == 1:
+        return frames[0]
+    out = pl.concat(frames, how="diagonal_relaxed", rechunk=False)
+    return out.rechunk() if out.n_chunks() > 64 else out
+
+
+def read_activity(store: WindowStore, starts: Sequence[int]) -> pl.DataFrame:
+    """``activity_by_window`` of the stored windows ``starts``, concatenated.
+
+    One read of many files (the store's layout: ``windows/<start>/<frame>
+    .parquet``); should their columns differ, one read per window.
+    """
+    paths = [store.windows_dir / str(s) / "activity_by_window.parquet" for s in starts]
+    if not paths:
+        return pl.DataFrame()
+    try:
+        return pl.read_parquet(paths).rechunk()  # one chunk per file otherwise
+    except pl.exceptions.PolarsError:
+        return append_rows(pl.DataFrame(), [pl.read_parquet(p) for p in paths])
+
+
+class _FrameCache:
+    """The frames of recently used windows; a miss reads the store (thread-safe)."""
+
+    def __init__(self, read: Callable[[int], WindowFrames], size: int) -> None:
+        self._read = read
+        self._size = size
+        self._held: OrderedDict[int, WindowFrames] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, start_ns: int) -> WindowFrames:
+        with self._lock:
+            frames = self._held.get(start_ns)
+            if frames is not None:
+                self._held.move_to_end(start_ns)
+                return frames
+        frames = self._read(start_ns)  # outside the lock: other windows go on
+        self.put(start_ns, frames)
+        return frames
+
+    def put(self, start_ns: int, frames: WindowFrames) -> None:
+        with self._lock:
+            self._held[start_ns] = frames
+            self._held.move_to_end(start_ns)
+            while len(self._held) > self._size:
+                self._held.popitem(last=False)
 
 
 class LiveLoader:
@@ -166,9 +297,18 @@ class LiveLoader:
     ----------
     trace_dir, window_ns, lateness_ns
         As for :class:`~sparktrail.summaries.online.OnlinePipeline`.
+    cached_windows
+        How many windows' frames to keep in memory (the newest and the
+        recently picked); the others are read from the store when picked.
     """
 
-    def __init__(self, trace_dir: str | Path, window_ns: int, lateness_ns: int) -> None:
+    def __init__(
+        self,
+        trace_dir: str | Path,
+        window_ns: int,
+        lateness_ns: int,
+        cached_windows: int = CACHED_WINDOWS,
+    ) -> None:
         self.trace_dir = Path(trace_dir)
         self.window_ns = window_ns
         self.lateness_ns = lateness_ns
@@ -178,15 +318,23 @@ class LiveLoader:
         self._version = 0
         self._windows_version = 0
         self._last: Snapshot | None = None
+        self._frames = _FrameCache(self._read_frames, cached_windows)
+
+    def _read_frames(self, start_ns: int) -> WindowFrames:
+        assert self._pipeline is not None  # views exist once the pipeline does
+        window = self._pipeline.store.read_window(start_ns, self.window_ns)
+        return WindowFrames(window.summaries, window.cp)
+
+    def _view(self, start_ns: int) -> WindowView:
+        end_ns = start_ns + self.window_ns
+        frames = functools.partial(self._frames.get, start_ns)
+        return WindowView(start_ns, end_ns, closed_label(start_ns, end_ns), frames)
 
     def _start(self) -> OnlinePipeline:
         pipeline = OnlinePipeline(self.trace_dir, self.window_ns, self.lateness_ns)
-        store = pipeline.store
-        self._windows = tuple(
-            WindowView.closed(store.read_window(start, self.window_ns))
-            for start in store.window_starts()
-        )
-        self._activity = _concat_activity(self._windows)
+        starts = pipeline.store.window_starts()
+        self._windows = tuple(self._view(start) for start in starts)
+        self._activity = read_activity(pipeline.store, starts)
         return pipeline
 
     def step(self) -> Snapshot:
@@ -194,16 +342,21 @@ class LiveLoader:
         if self._pipeline is None:
             self._pipeline = self._start()
         pipeline = self._pipeline
-        new = tuple(WindowView.closed(w) for w in pipeline.poll())
-        if new:
-            self._windows += new
-            self._activity = _concat_activity(self._windows)
+        closed = pipeline.poll()
+        if closed:
+            for window in closed:
+                frames = WindowFrames(window.summaries, window.cp)
+                self._frames.put(window.start_ns, frames)
+            self._windows += tuple(self._view(w.start_ns) for w in closed)
+            self._activity = append_rows(
+                self._activity, [w.summaries.activity_by_window for w in closed]
+            )
             self._windows_version += 1
         status = self._status(pipeline)
         last = self._last
         if (
             last is not None
-            and not new
+            and not closed
             and (status, pipeline.corrupt_files, pipeline.late_rows)
             == (last.status, last.corrupt_files, last.late_rows)
         ):
@@ -338,7 +491,7 @@ def load_report(out_dir: str | Path) -> Snapshot:
     cp_path = folder / REPORT_CP
     cp = pl.read_parquet(cp_path) if cp_path.is_file() else None
     label = f"whole run {utc(start)} – {utc(end)} UTC"
-    view = WindowView(start, end, label, summaries, cp)
+    view = WindowView.held(start, end, label, summaries, cp)
     return Snapshot(
         source=str(out_dir),
         status=f"report of {len(windows)} windows of {window_ns / 1e9:g} s",

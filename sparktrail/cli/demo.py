@@ -99,7 +99,7 @@ def _run_workloads(spark: Any) -> None:
 
 def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
-    from sparktrail.dashboard.app import create_app
+    from sparktrail.dashboard.app import create_app, serve
     from sparktrail.dashboard.live import LiveLoader, UpdateThread
     from sparktrail.workloads import moving_hotspot, warm_python_workers
 
@@ -108,8 +108,8 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     updates.start()
     app = create_app(updates)
     server = threading.Thread(
-        target=app.run,
-        kwargs={"host": args.host, "port": args.port, "debug": False},
+        target=serve,
+        args=(app, args.host, args.port),
         daemon=True,  # the Flask dev server has no stop(); it ends with us
     )
     server.start()

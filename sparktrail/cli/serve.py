@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparktrail.dashboard.app import create_app
+from sparktrail.dashboard.app import create_app, serve
 from sparktrail.dashboard.live import (
     LiveLoader,
     SnapshotSource,
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        app.run(host=args.host, port=args.port, debug=False)
+        serve(app, args.host, args.port)
     finally:
         if thread is not None:
             thread.stop()

@@ -1,0 +1,154 @@
+"""The dashboard with 10,000 windows in a real headless Chromium.
+
+A functional check, not a timing one: the page loads and draws every
+graph, the picker finds an old window by its time, and picking it shows
+that window, each within a generous wait.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
+from sparktrail.dashboard.live import Snapshot, StaticSource
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--window-size=1400,1000",
+)
+WAIT = 60.0
+
+MISSING = "needs selenium, chromium and chromedriver"
+if os.environ.get("CI"):
+    webdriver = importlib.import_module("selenium.webdriver")
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), MISSING
+else:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(MISSING, allow_module_level=True)
+
+GRAPH_DATA = """
+return arguments[0].map(id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  return gd && gd.data ? gd.data.length : -1;
+});
+"""
+ACTIVITY = """
+const gd = document.querySelector('#activity-summary .js-plotly-plot');
+return gd && gd.data && gd.data.length
+  ? {bars: Math.max(...gd.data.map(t => t.x.length)),
+     shapes: (gd.layout.shapes || []).length,
+     shaded: gd.layout.shapes && gd.layout.shapes.length
+       ? gd.layout.shapes[0].x0 : null}
+  : null;
+"""
+TIMELINE_TITLE = """
+const gd = document.querySelector('#critical-timeline .js-plotly-plot');
+return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
+"""
+
+
+@pytest.fixture
+def url(many_windows: Snapshot) -> Iterator[str]:
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = create_app(StaticSource(many_windows))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
+    options.binary_location = str(CHROMIUM)
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(WAIT)
+    yield driver
+    driver.quit()
+
+
+def wait(driver: Any, condition: Any) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition)
+
+
+def test_ten_thousand_windows_load_and_an_old_one_is_found_and_shown(
+    url: str, browser: Any, many_windows: Snapshot
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    windows = many_windows.windows
+    # GIVEN the page on 10,000 windows
+    browser.get(url)
+    # THEN every graph is drawn, the over-time chart in at most MAX_BARS bars
+    ids = ["activity-summary", "straggler-summary", "critical-timeline"]
+    wait(browser, lambda d: all(n > 0 for n in d.execute_script(GRAPH_DATA, ids)))
+    chart = wait(browser, lambda d: d.execute_script(ACTIVITY))
+    assert 0 < chart["bars"] <= MAX_BARS
+    latest = wait(browser, lambda d: d.execute_script(TIMELINE_TITLE))
+    assert windows[-1].label in latest
+    # AND the picker lists follow-latest and the newest windows only
+    browser.find_element(By.ID, "window-picker").click()
+    listed = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
+    assert 1 < len(listed) <= 1 + PICKER_WINDOWS
+    assert windows[5].label not in [o.text for o in listed]
+
+    # WHEN the start time of an old window is typed into the picker
+    old = windows[5]
+    search = wait(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, "input[type=search]")
+    )
+    search.send_keys(old.label[:12])
+    # THEN it is offered, and picking it shows it
+    option = wait(
+        browser,
+        lambda d: next(
+            (
+                o
+                for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
+                if o.text == old.label
+            ),
+            False,
+        ),
+    )
+    option.click()
+    title = wait(
+        browser,
+        lambda d: (t := d.execute_script(TIMELINE_TITLE)) != latest and t,
+    )
+    assert old.label in title
+    # AND the over-time chart keeps its bars, its shading moved to that window
+    moved = wait(
+        browser,
+        lambda d: (
+            (c := d.execute_script(ACTIVITY)) and c["shaded"] != chart["shaded"] and c
+        ),
+    )
+    assert moved["bars"] == chart["bars"] and moved["shapes"] == 1
