@@ -39,14 +39,36 @@ window).
 Restart
 -------
 The checkpoint names every file consumed (size, rows, row offset, and the
-range of its event times), the end of the last closed window and the
-counters. A new pipeline on the same directory re-reads only the files
-that may still touch an open window and closes no window twice; windows
-written after the last checkpoint (a crash in between) count as closed.
+range of its event times), the end of the last closed window (every window
+before it is in the store) and the counters. A poll that closes windows
+writes it twice: first with the end of the range it is about to close
+(``closing_until_ns``) and the state after reading the new files, then
+the range's windows, then the checkpoint with the range closed. The
+writer may be killed at any instruction; a new pipeline on the same
+directory
+
+* removes what the killed one left half-written (hidden temporaries),
+* re-reads only the consumed files that may touch a window not closed yet,
+* finishes a close that was cut short, from the state saved before it:
+  windows of the range already in the store were computed from that same
+  state and are kept, the others are written,
+* and then reads the files that arrived meanwhile.
+
+So no window is lost, none is written twice or rewritten, and the
+counters are those of a run that was never stopped. A store with windows
+but no checkpoint cannot tell how they were made (with which window
+length, say): they are removed and computed again. Windows past the
+checkpoint of a store without the closing mark (an older sparktrail)
+count as closed.
+
+A run with restarts stores what a run without them would when rows keep
+the lateness bound and file names sort in arrival order: a poll consumes
+the new files by name, and ``edge_index`` follows the consumption order.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +96,25 @@ _LOCAL = pl.col("src_worker") == pl.col("dst_worker")
 _INTERVAL = _LOCAL & (pl.col("end_ns") > pl.col("start_ns"))
 _first_event = pl.min_horizontal("start_ns", "end_ns")
 _last_event = pl.max_horizontal("start_ns", "end_ns")
+
+
+def _trace_paths(root: Path) -> list[Path]:
+    """Trace files under ``root`` in path order, skipping dot-entries.
+
+    Dot-directories are pruned, not filtered after the walk: the store
+    (``.sparktrail``) holds a directory per window, and walking 10,000 of
+    them on every poll kept the update loop busy.
+    """
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        base = Path(folder)
+        found.extend(
+            base / f
+            for f in files
+            if f.endswith(TRACE_SUFFIX) and not f.startswith(".")
+        )
+    return sorted(found)
 
 
 class TraceFileWarning(UserWarning):
@@ -191,8 +232,8 @@ class OnlinePipeline:
     Raises
     ------
     ValueError
-        If a length is out of range, or the store was written with another
-        window length.
+        If a length is out of range, the store was written with another
+        window length, or another process is writing it.
 
     Attributes
     ----------
@@ -223,8 +264,10 @@ class OnlinePipeline:
         self._first: int | None = None
         self._last: int | None = None
         self._closed_until: int | None = None
-        # Rows before this were consumed by a checkpointed poll; rows in
-        # windows written after the checkpoint (a crash) are not late.
+        # End of the close under way (or cut short by a crash), else None.
+        self._closing_until: int | None = None
+        # Rows before this are late. Only an older store, with windows past
+        # its checkpoint, sets it below closed_until: their rows are not.
         self._late_until: int | None = None
         self.late_rows = 0
         self.failed_windows = 0
@@ -254,16 +297,20 @@ class OnlinePipeline:
         return 0 if self._rows is None else len(self._rows)
 
     def _resume(self) -> None:
+        self.store.remove_temporaries()
         checkpoint = self.store.read_checkpoint()
-        if checkpoint is not None:
-            self._load_checkpoint(checkpoint)
+        if checkpoint is None:
+            for start in self.store.window_starts():  # of unknown making
+                self.store.remove_window(start)
+            return
+        self._load_checkpoint(checkpoint)
         starts = self.store.window_starts()
-        if starts:  # windows written after the last checkpoint are closed too
+        if starts and self._closing_until is None:
+            # An older sparktrail wrote windows before their checkpoint.
             end = starts[-1] + self.window_ns
             if self._closed_until is None or end > self._closed_until:
                 self._closed_until = end
-        if checkpoint is not None:
-            self._reread_open_files()
+        self._reread_open_files()
 
     def _load_checkpoint(self, data: dict[str, Any]) -> None:
         path = self.store.root / "checkpoint.json"
@@ -282,6 +329,7 @@ class OnlinePipeline:
         self._first = data["first_event_ns"]
         self._last = data["last_event_ns"]
         self._closed_until = data["closed_until_ns"]
+        self._closing_until = data.get("closing_until_ns")
         self._late_until = self._closed_until
         self.late_rows = int(data["late_rows"])
         self.failed_windows = int(data["failed_windows"])
@@ -297,7 +345,11 @@ class OnlinePipeline:
                 self._closed_until is not None and entry.max_ns < self._closed_until
             ):
                 continue
-            frame = self._read(path)
+            try:
+                frame = self._read(path)
+            except TraceError:
+                frame = None  # changed in place: read again as new (and corrupt)
+                del self._files[name]
             if frame is not None:
                 self._buffer(frame, entry.offset, count_late=False)
 
@@ -308,6 +360,7 @@ class OnlinePipeline:
             "window_ns": self.window_ns,
             "lateness_ns": self.lateness_ns,
             "closed_until_ns": self._closed_until,
+            "closing_until_ns": self._closing_until,
             "first_event_ns": self._first,
             "last_event_ns": self._last,
             "next_row": self._next_row,
@@ -323,10 +376,8 @@ class OnlinePipeline:
         if not self.trace_dir.is_dir():
             return []
         found = []
-        for path in sorted(self.trace_dir.rglob(f"*{TRACE_SUFFIX}")):
+        for path in _trace_paths(self.trace_dir):
             name = path.relative_to(self.trace_dir).as_posix()
-            if any(part.startswith(".") for part in name.split("/")):
-                continue
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
@@ -386,6 +437,8 @@ class OnlinePipeline:
     def poll(self, *, final: bool = False) -> list[ClosedWindow]:
         """Read new trace files and close every window the watermark passed.
 
+        A close that a crash cut short (see "Restart") is finished first.
+
         Parameters
         ----------
         final
@@ -397,28 +450,48 @@ class OnlinePipeline:
             The windows closed by this call, in time order (already written
             to the store, and the checkpoint after them).
         """
-        for name, path, size in self._new_files():
-            self._consume(name, path, size)
-        if self._last is None or self._first is None:
-            return []
-        w = self.window_ns
-        if final:
-            until = _ceil(self._last, w)
-        else:
-            until = _floor(self._last - self.lateness_ns, w)
-        start = self._closed_until
-        if start is None:
-            start = _floor(self._first, w)
-        if until <= start:
-            return []
         closed = []
+        if self._closing_until is not None:  # a close a crash cut short
+            closed += self._close_range(self._closing_until, resumed=True)
+        new = self._new_files()
+        for name, path, size in new:
+            self._consume(name, path, size)
+        if self._last is not None:
+            w = self.window_ns
+            if final:
+                until = _ceil(self._last, w)
+            else:
+                until = _floor(self._last - self.lateness_ns, w)
+            if until > self._open_from():
+                return closed + self._close_range(until)
+        if new:  # nothing to close, but a restart need not read them again
+            self.store.write_checkpoint(self.checkpoint())
+        return closed
+
+    def _open_from(self) -> int:
+        """Start of the first window not closed yet (once a row was read)."""
+        if self._closed_until is not None:
+            return self._closed_until
+        assert self._first is not None
+        return _floor(self._first, self.window_ns)
+
+    def _close_range(self, until: int, *, resumed: bool = False) -> list[ClosedWindow]:
+        """Close every window before ``until``; see "Restart" above."""
         rows = self._rows if self._rows is not None else pl.DataFrame()
-        for ts in listed_windows(rows, w, start, until):
+        starts = listed_windows(rows, self.window_ns, self._open_from(), until)
+        self._closing_until = until
+        if starts and not resumed:
+            self.store.write_checkpoint(self.checkpoint())
+        closed = []
+        for ts in starts:
+            if self.store.has_window(ts):  # written before a crash
+                continue
             window = self._close(rows, ts)
             if window is not None:
                 self.store.write_window(window)
                 closed.append(window)
         self._closed_until = self._late_until = until
+        self._closing_until = None
         if self._rows is not None:
             self._rows = self._rows.filter(_last_event >= until)
         self.store.write_checkpoint(self.checkpoint())
@@ -443,7 +516,7 @@ class OnlinePipeline:
         except CycleError as err:
             self.failed_windows += 1
             warnings.warn(
-                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=3
+                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=4
             )
             return None
         cp = cp.filter(pl.col("window_start_ns") == ts)

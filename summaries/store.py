@@ -4,23 +4,42 @@ Layout under a trace directory (hidden, so trace readers skip it)::
 
     TRACE_DIR/.sparktrail/store/
         checkpoint.json            what the online pipeline has consumed
+        .lock                      held by the one process that writes
         windows/<ts>/<frame>.parquet   one directory per closed window
 
 A window's directory holds its CP rows (``cp``) and every frame of its
-:class:`~sparktrail.summaries.Summaries` (:data:`WINDOW_FRAMES`). It is
-written under a hidden temporary name and renamed into place, so a reader
-sees a window whole or not at all; the checkpoint is written (the same way)
-after the windows it counts.
+:class:`~sparktrail.summaries.Summaries` (:data:`WINDOW_FRAMES`).
+
+Crash consistency
+-----------------
+The store is meant to survive its writer being killed (``kill -9``) at any
+instruction:
+
+* A window is written under a hidden temporary name and renamed into
+  place, so a reader sees it whole or not at all; a window is written once
+  and never replaced (:meth:`WindowStore.write_window` refuses).
+* The checkpoint is written the same way, so it is always one whole
+  checkpoint, the old one or the new one.
+* Temporaries of a killed writer stay behind;
+  :meth:`WindowStore.remove_temporaries` removes them on restart.
+* One process writes a store at a time (:meth:`WindowStore.lock`), so a
+  writer that starts may take every temporary for a dead one's.
+
+The order of the writes, and how a restart reads them, is the online
+pipeline's (:mod:`~sparktrail.summaries.online`, "Restart"). Nothing is
+flushed to disk (``fsync``): the store survives its process, not the
+machine.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import polars as pl
 
@@ -51,6 +70,8 @@ SUMMARY_FRAMES = (
 #: Files of one window's directory: its CP rows, then the summary frames.
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
 CHECKPOINT = "checkpoint.json"
+LOCK = ".lock"
+TEMPORARY = ".tmp"  # suffix of the hidden names things are written under
 
 
 def store_dir(trace_dir: str | os.PathLike[str]) -> Path:
@@ -72,10 +93,13 @@ class StoredWindow:
     summaries: Summaries
 
 
-def _replace_atomically(temporary: Path, target: Path) -> None:
-    if target.exists():  # a window rewritten after a crash before the checkpoint
-        shutil.rmtree(target)
-    os.replace(temporary, target)
+def _temporary(folder: Path, name: str) -> Path:
+    return folder / f".{name}.{os.getpid()}{TEMPORARY}"
+
+
+def _rename(source: Path, target: Path) -> None:
+    """Rename atomically; the one step that makes a write visible."""
+    os.replace(source, target)
 
 
 class WindowStore:
@@ -90,12 +114,80 @@ class WindowStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.windows_dir = self.root / "windows"
+        self._lock: IO[str] | None = None
+
+    # -- the writer --------------------------------------------------------
+
+    def lock(self) -> None:
+        """Become the store's one writer, creating the store if need be.
+
+        The lock is a POSIX record lock on ``.lock``: the kernel drops it
+        when the process ends, however it ends. It belongs to the process:
+        several stores on one directory in one process share it, and the
+        first of them to be closed (garbage-collected) drops it, so a
+        process should keep one writer per store.
+
+        Raises
+        ------
+        ValueError
+            If another process holds the lock.
+        """
+        if self._lock is not None:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = open(self.root / LOCK, "a+", encoding="utf-8")  # noqa: SIM115
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise ValueError(
+                f"{self.root} is being written by another process (pid {holder}); "
+                "stop it first"
+            ) from err
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
+
+    def remove_temporaries(self) -> int:
+        """Remove what a killed writer left half-written; returns how many.
+
+        Takes the lock first, so no live writer's temporaries are removed.
+        """
+        if not self.root.is_dir():
+            return 0
+        self.lock()
+        found = [
+            path
+            for folder in (self.root, self.windows_dir)
+            if folder.is_dir()
+            for path in folder.iterdir()
+            if path.name.startswith(".") and path.name.endswith(TEMPORARY)
+        ]
+        for path in found:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        return len(found)
 
     def write_window(self, window: StoredWindow) -> Path:
-        """Write ``window`` atomically; returns its directory."""
+        """Write ``window`` atomically; returns its directory.
+
+        Raises
+        ------
+        FileExistsError
+            If the store holds that window already (windows are written once).
+        """
+        self.lock()
         self.windows_dir.mkdir(parents=True, exist_ok=True)
         target = self.windows_dir / str(window.start_ns)
-        temporary = self.windows_dir / f".{window.start_ns}.{os.getpid()}.tmp"
+        if target.exists():
+            raise FileExistsError(f"{target}: the window is stored already")
+        temporary = _temporary(self.windows_dir, str(window.start_ns))
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
         try:
@@ -103,10 +195,33 @@ class WindowStore:
             for name in SUMMARY_FRAMES:
                 frame: pl.DataFrame = getattr(window.summaries, name)
                 frame.write_parquet(temporary / f"{name}.parquet")
-            _replace_atomically(temporary, target)
+            _rename(temporary, target)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
         return target
+
+    def remove_window(self, start_ns: int) -> None:
+        """Remove a stored window; readers see it whole until it is gone."""
+        self.lock()
+        target = self.windows_dir / str(start_ns)
+        hidden = _temporary(self.windows_dir, str(start_ns))
+        shutil.rmtree(hidden, ignore_errors=True)
+        _rename(target, hidden)
+        shutil.rmtree(hidden)
+
+    def write_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Write the checkpoint atomically (temporary name, then rename)."""
+        self.lock()
+        target = self.root / CHECKPOINT
+        temporary = _temporary(self.root, CHECKPOINT)
+        temporary.write_text(json.dumps(checkpoint, indent=1), encoding="utf-8")
+        _rename(temporary, target)
+
+    # -- readers -----------------------------------------------------------
+
+    def has_window(self, start_ns: int) -> bool:
+        """Whether the window starting at ``start_ns`` is stored."""
+        return (self.windows_dir / str(start_ns)).is_dir()
 
     def window_starts(self) -> list[int]:
         """Start times of the windows in the store, in time order."""
@@ -148,11 +263,3 @@ class WindowStore:
         except ValueError as err:
             raise ValueError(f"{path}: not a sparktrail checkpoint ({err})") from err
         return data
-
-    def write_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Write the checkpoint atomically (temporary name, then rename)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        target = self.root / CHECKPOINT
-        temporary = self.root / f".{CHECKPOINT}.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(checkpoint, indent=1), encoding="utf-8")
-        os.replace(temporary, target)

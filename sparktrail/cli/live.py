@@ -3,8 +3,13 @@
 Follows TRACE_DIR, closes each window once the watermark (latest event
 minus ``--lateness``) has passed its end, and appends its CP, summaries and
 hints to ``TRACE_DIR/.sparktrail/store/`` (see
-:mod:`sparktrail.summaries.store`). A restart resumes from the store's
-checkpoint. ``--once`` processes what is there and exits; Ctrl-C stops.
+:mod:`sparktrail.summaries.store`). ``--once`` processes what is there and
+exits; Ctrl-C stops.
+
+It may also be killed at any moment (``kill -9`` included): a restart
+resumes from the store's checkpoint, and the store ends up as an
+uninterrupted run's (``bench/restart.py``). One process writes a store at
+a time; a second ``live`` (or ``serve``) on the same directory is refused.
 """
 
 from __future__ import annotations
