@@ -13,6 +13,8 @@ from sparktrail.pag import write_trace
 from sparktrail.summaries.online import OnlinePipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# The browser tests import their helpers (browser_support) by name.
+sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import barrier_trace
 
 MANY = 10_000

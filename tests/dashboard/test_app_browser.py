@@ -7,9 +7,7 @@ pipeline; the second file lands while the page is open.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import shutil
 import threading
 import warnings
@@ -19,6 +17,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from browser_support import chromium, require_browser, wait_until
 
 from sparktrail.dashboard.app import GRAPHS, create_app
 from sparktrail.dashboard.live import LiveLoader, UpdateThread
@@ -27,32 +26,11 @@ from sparktrail.pag import write_trace
 pytestmark = pytest.mark.integration
 
 EVENTLOG = Path("/work/shared/eventlogs/local-1532512550423")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 S = 1_000_000_000
 SCREENSHOT = Path("/tmp/sparktrail-dashboard.png")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,1000",
-)
 WAIT = 20.0
 
-MISSING = "needs selenium, chromium, chromedriver and the shared event log"
-if os.environ.get("CI"):
-    # CI installs all of them (.ci/run): a skip there would hide a failure.
-    webdriver = importlib.import_module("selenium.webdriver")
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists() and EVENTLOG.exists(), MISSING
-else:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists() and EVENTLOG.exists()):
-        pytest.skip(MISSING, allow_module_level=True)
+require_browser(EVENTLOG)
 
 
 @pytest.fixture(scope="module")
@@ -91,16 +69,7 @@ def live(
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
-    options.binary_location = str(CHROMIUM)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(WAIT)
+    driver = chromium(tmp_path / "chromium", WAIT)
     yield driver
     driver.quit()
 
@@ -123,9 +92,7 @@ return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
 
 
 def wait(driver: Any, condition: Any) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition)
+    return wait_until(driver, condition, WAIT)
 
 
 def picker_labels(driver: Any) -> list[str]:

@@ -7,42 +7,23 @@ that window, each within a generous wait.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_support import chromium, require_browser, wait_until
 
 from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
 from sparktrail.dashboard.live import Snapshot, StaticSource
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--window-size=1400,1000",
-)
 WAIT = 60.0
 
-MISSING = "needs selenium, chromium and chromedriver"
-if os.environ.get("CI"):
-    webdriver = importlib.import_module("selenium.webdriver")
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), MISSING
-else:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(MISSING, allow_module_level=True)
+require_browser()
 
 GRAPH_DATA = """
 return arguments[0].map(id => {
@@ -79,24 +60,13 @@ def url(many_windows: Snapshot) -> Iterator[str]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
-    options.binary_location = str(CHROMIUM)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(WAIT)
+    driver = chromium(tmp_path / "chromium", WAIT)
     yield driver
     driver.quit()
 
 
 def wait(driver: Any, condition: Any) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT, poll_frequency=0.1).until(condition)
+    return wait_until(driver, condition, WAIT)
 
 
 def test_ten_thousand_windows_load_and_an_old_one_is_found_and_shown(
