@@ -197,3 +197,21 @@ def test_spark_conf_installs_listener_at_startup(tmp_path: Path) -> None:
     assert stats.spark_version is not None and stats.jobs >= 2
     assert result["files"] >= 1
     assert read_trace(out).sort(KEYS).equals(trace.sort(KEYS))
+
+
+def test_a_late_attach_starts_the_trace_at_the_attach(
+    spark: Any, tmp_path: Path
+) -> None:
+    # GIVEN a session that has run for a while before tracing starts
+    age_s = time.time() - spark.sparkContext.startTime / 1000
+    time.sleep(max(0.0, 2.0 - age_s))
+    attached_ns = time.time_ns()
+    # WHEN a job runs traced
+    handle = live.attach(spark, tmp_path / "trace", flush_seconds=0.2)
+    spark.range(100).count()
+    handle.detach()
+    trace = read_trace(tmp_path / "trace")
+    # THEN the trace starts at the attach (its ms), not at the application's
+    # start: the unobserved time before it is not charged to the driver
+    assert len(trace) > 0
+    assert int(trace["start_ns"].min()) >= attached_ns - 1_000_000  # type: ignore[arg-type]

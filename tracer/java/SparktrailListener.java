@@ -203,7 +203,8 @@ public class SparktrailListener extends SparkFirehoseListener {
 
   /**
    * Start tracing a running application: write what was posted before we listened (application
-   * start, environment, executors) and register with the listener bus.
+   * start, stamped with the attach time; environment, executors) and register with the listener
+   * bus.
    *
    * <p>Jobs already running are traced from their next event on.
    */
@@ -212,7 +213,10 @@ public class SparktrailListener extends SparkFirehoseListener {
     ObjectNode start = event("SparkListenerApplicationStart");
     start.put("App Name", sc.appName());
     start.put("App ID", sc.applicationId());
-    start.put("Timestamp", sc.startTime());
+    // When tracing began, not sc.startTime(): nothing before the attach is
+    // observed, and the driver timeline would charge the whole unobserved
+    // stretch to "driver" work (a spurious driver_bound hint on a late attach).
+    start.put("Timestamp", Math.max(sc.startTime(), System.currentTimeMillis()));
     start.put("User", sc.sparkUser());
     if (sc.applicationAttemptId().isDefined()) {
       start.put("App Attempt ID", sc.applicationAttemptId().get());
