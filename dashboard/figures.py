@@ -492,18 +492,19 @@ def _gantt_bars(local: pl.DataFrame, origin: int) -> go.Bar:
 
 
 def _gantt_messages(messages: pl.DataFrame, origin: int) -> go.Scatter:
-    xs: list[float | None] = []
-    ys: list[str | None] = []
-    facts: list[tuple[Any, ...] | None] = []
-    for row, fact in zip(
-        messages.select("src_worker", "dst_worker", "start_ns", "end_ns").rows(),
-        _hover_facts(messages).tolist(),
-        strict=True,
-    ):
-        src, dst, start, end = row
-        xs += [(start - origin) / 1e6, (end - origin) / 1e6, None]
-        ys += [src, dst, None]
-        facts += [fact, fact, None]
+    # One (send, receive, gap) triple per message, as numpy arrays: plotly
+    # validates Python lists element by element (0.5 s for 5,000 messages).
+    n = len(messages)
+    xs = np.full(3 * n, np.nan)
+    xs[0::3] = ((messages["start_ns"] - origin) / 1e6).to_numpy()
+    xs[1::3] = ((messages["end_ns"] - origin) / 1e6).to_numpy()
+    ys = np.full(3 * n, None, dtype=object)
+    ys[0::3] = messages["src_worker"].to_numpy()
+    ys[1::3] = messages["dst_worker"].to_numpy()
+    hover = _hover_facts(messages)
+    facts = np.full((3 * n, hover.shape[1]), None, dtype=object)
+    facts[0::3] = hover
+    facts[1::3] = hover
     return go.Scatter(
         x=xs,
         y=ys,
