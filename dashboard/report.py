@@ -32,6 +32,7 @@ import polars as pl
 
 from sparktrail.pag import critical_participation
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
+from sparktrail.summaries.store import SUMMARY_FRAMES
 
 from . import figures
 
@@ -45,17 +46,6 @@ __all__ = [
     "write_summaries",
 ]
 
-#: Summaries frames written by :func:`write_summaries`, in this order.
-SUMMARY_FRAMES = (
-    "activity",
-    "activity_by_window",
-    "straggler",
-    "executor",
-    "operator",
-    "communication",
-    "hints",
-    "windows",
-)
 
 #: Section ids of the report, in page order: id -> heading.
 SECTIONS: dict[str, str] = {

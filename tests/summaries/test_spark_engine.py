@@ -22,6 +22,7 @@ from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.summaries import Summaries, summarize
 from sparktrail.summaries.spark_engine import cp_spark, summarize_spark
+from sparktrail.summaries.store import SUMMARY_FRAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "pag"))
@@ -35,15 +36,8 @@ pytestmark = pytest.mark.integration
 EVENTLOG = ROOT.parent / "shared" / "eventlogs" / "local-1532512550423"
 SECOND = 1_000_000_000
 TOL = 1e-9
-FRAMES = (
-    "activity",
-    "activity_by_window",
-    "straggler",
-    "executor",
-    "operator",
-    "communication",
-    "windows",
-)
+#: Compared as frames; the hints are compared on their own (rounded evidence).
+FRAMES = tuple(name for name in SUMMARY_FRAMES if name != "hints")
 
 
 def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
