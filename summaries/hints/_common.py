@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from .._table import task_facts
+from .._table import executor_of, task_facts
 from ..model import HintOptions
 
 __all__ = [
@@ -170,6 +170,22 @@ class Context:
             (task_facts(self.trace) if self.facts is None else self.facts)
             .join(shares, on="task_id", how="left")
             .with_columns(pl.col("cp_share", "running_cp_share").fill_null(0.0))
+        )
+
+    @cached_property
+    def slot_rows(self) -> pl.DataFrame:
+        """Local rows of executor slots (computed once, on first use).
+
+        Columns ``src_worker, dst_worker, activity, start_ns, end_ns,
+        executor``: the timelines of the ``exec-<id>/<slot>`` workers only.
+        """
+        return (
+            self.trace.lazy()
+            .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
+            .filter(pl.col("src_worker") == pl.col("dst_worker"))
+            .with_columns(executor_of(pl.col("src_worker")).alias("executor"))
+            .filter(pl.col("executor").is_not_null())
+            .collect()
         )
 
     def slots_per_executor(self) -> int:

@@ -19,26 +19,13 @@ import math
 
 import polars as pl
 
-from .._table import executor_of
 from ._common import Context, Hint, fmt_s, severity
 
 __all__ = ["idle_capacity", "straggler_executor"]
 
 
-def _slot_rows(trace: pl.DataFrame) -> pl.DataFrame:
-    """Local rows of executor slots: only the columns the rules read."""
-    return (
-        trace.lazy()
-        .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
-        .filter(pl.col("src_worker") == pl.col("dst_worker"))
-        .with_columns(executor_of(pl.col("src_worker")).alias("executor"))
-        .filter(pl.col("executor").is_not_null())
-        .collect()
-    )
-
-
-def _gc_share(trace: pl.DataFrame, executor: str) -> float:
-    rows = _slot_rows(trace).filter(
+def _gc_share(slot_rows: pl.DataFrame, executor: str) -> float:
+    rows = slot_rows.filter(
         (pl.col("executor") == executor) & (pl.col("activity") != "waiting")
     )
     length = pl.col("end_ns") - pl.col("start_ns")
@@ -60,7 +47,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             continue
         if ex["cp_share"] < opts.straggler_min_share:
             continue
-        gc = _gc_share(ctx.trace, ex["executor_id"])
+        gc = _gc_share(ctx.slot_rows, ex["executor_id"])
         evidence = {
             "cp_share": ex["cp_share"],
             "fair_share": ex["fair_share"],
@@ -115,7 +102,7 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     trace = ctx.trace
     if trace.is_empty():
         return []
-    slots = _slot_rows(trace)
+    slots = ctx.slot_rows
     workers = slots["src_worker"].n_unique()
     if workers == 0:
         return []
