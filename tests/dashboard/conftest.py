@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from sparktrail.dashboard.live import Snapshot, WindowView, closed_label
 from sparktrail.pag import write_trace
 from sparktrail.summaries.online import OnlinePipeline
+from sparktrail.summaries.store import WindowStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 # The browser tests import their helpers (browser_support) by name.
@@ -67,3 +70,27 @@ def many_windows(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
         version=1,
         windows_version=1,
     )
+
+
+@pytest.fixture
+def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Start times of the windows read from any store from now on."""
+    read: list[int] = []
+    original = WindowStore.read_window
+
+    def spy(store: WindowStore, start_ns: int, window_ns: int) -> Any:
+        read.append(start_ns)
+        return original(store, start_ns, window_ns)
+
+    monkeypatch.setattr(WindowStore, "read_window", spy)
+    return read
+
+
+@pytest.fixture
+def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A headless Chromium whose page loads wait the test module's ``WAIT``."""
+    from browser_support import chromium
+
+    driver = chromium(tmp_path / "chromium", request.module.WAIT)
+    yield driver
+    driver.quit()

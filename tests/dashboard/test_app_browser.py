@@ -7,9 +7,7 @@ pipeline; the second file lands while the page is open.
 
 from __future__ import annotations
 
-import logging
 import shutil
-import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,8 @@ from typing import Any
 
 import polars as pl
 import pytest
-from browser_support import chromium, require_browser, wait_until
+from browser_support import require_browser, wait_until
+from serving import served
 
 from sparktrail.dashboard.app import GRAPHS, create_app
 from sparktrail.dashboard.live import LiveLoader, UpdateThread
@@ -51,27 +50,14 @@ def live(
     tmp_path: Path, halves: tuple[pl.DataFrame, pl.DataFrame]
 ) -> Iterator[tuple[str, UpdateThread, Path]]:
     """The app on the first half of the trace: (url, update thread, trace dir)."""
-    from werkzeug.serving import make_server
-
     trace_dir = tmp_path / "trace"
     write_trace(halves[0], trace_dir / "part-000.arrow")
     thread = UpdateThread(LiveLoader(trace_dir, S, 2 * S).step, interval=0.2)
     thread.start()
     assert thread.wait_for(lambda s: len(s.windows) > 0, WAIT)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = make_server("127.0.0.1", 0, create_app(thread).server, threaded=True)
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
-    serving.start()
-    yield f"http://127.0.0.1:{server.server_port}/", thread, trace_dir
-    server.shutdown()
+    with served(create_app(thread)) as port:
+        yield f"http://127.0.0.1:{port}/", thread, trace_dir
     thread.stop()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = chromium(tmp_path / "chromium", WAIT)
-    yield driver
-    driver.quit()
 
 
 GRAPH_DATA = """
@@ -168,34 +154,33 @@ def test_a_missing_trace_directory_is_reported_on_the_page(
     tmp_path: Path, browser: Any
 ) -> None:
     from selenium.webdriver.common.by import By
-    from werkzeug.serving import make_server
 
     # GIVEN the dashboard on a directory that does not exist yet
     missing = tmp_path / "nothing-here"
     thread = UpdateThread(LiveLoader(missing, S, 2 * S).step, interval=0.2)
     thread.start()
     thread.wait_for(lambda s: s.version > 0, WAIT)
-    server = make_server("127.0.0.1", 0, create_app(thread).server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        # WHEN the page opens
-        browser.get(f"http://127.0.0.1:{server.server_port}/")
-        # THEN it says so, and every graph shows the empty state
-        status = wait(browser, lambda d: d.find_element(By.ID, "status").text)
-        assert "does not exist yet" in status
-        wait(
-            browser,
-            lambda d: all(n == 0 for n in d.execute_script(GRAPH_DATA, list(GRAPHS))),
-        )
-        # ... and once a trace appears, it waits for the first window
-        missing.mkdir()
-        (missing / "empty.arrow").write_bytes(b"broken")
-        wait(
-            browser,
-            lambda d: (
-                "corrupt files skipped: 1" in d.find_element(By.ID, "counters").text
-            ),
-        )
+        with served(create_app(thread)) as port:
+            # WHEN the page opens
+            browser.get(f"http://127.0.0.1:{port}/")
+            # THEN it says so, and every graph shows the empty state
+            status = wait(browser, lambda d: d.find_element(By.ID, "status").text)
+            assert "does not exist yet" in status
+            wait(
+                browser,
+                lambda d: all(
+                    n == 0 for n in d.execute_script(GRAPH_DATA, list(GRAPHS))
+                ),
+            )
+            # ... and once a trace appears, it waits for the first window
+            missing.mkdir()
+            (missing / "empty.arrow").write_bytes(b"broken")
+            wait(
+                browser,
+                lambda d: (
+                    "corrupt files skipped: 1" in d.find_element(By.ID, "counters").text
+                ),
+            )
     finally:
-        server.shutdown()
         thread.stop()

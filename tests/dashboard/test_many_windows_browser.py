@@ -7,14 +7,12 @@ that window, each within a generous wait.
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import chromium, require_browser, wait_until
+from browser_support import require_browser, wait_until
+from serving import served
 
 from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
 from sparktrail.dashboard.live import Snapshot, StaticSource
@@ -48,21 +46,8 @@ return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
 
 @pytest.fixture
 def url(many_windows: Snapshot) -> Iterator[str]:
-    from werkzeug.serving import make_server
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = create_app(StaticSource(many_windows))
-    server = make_server("127.0.0.1", 0, app.server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = chromium(tmp_path / "chromium", WAIT)
-    yield driver
-    driver.quit()
+    with served(create_app(StaticSource(many_windows))) as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 def wait(driver: Any, condition: Any) -> Any:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +21,13 @@ from typing import Any
 
 import polars as pl
 import pytest
+from serving import served
 
 from sparktrail.cli import build_parser
 from sparktrail.dashboard import app as app_module
 from sparktrail.dashboard.app import GRAPHS, create_app, serve, well_formed
 from sparktrail.dashboard.live import LATEST, LiveLoader, UpdateThread
 from sparktrail.pag import write_trace
-from sparktrail.summaries.store import WindowStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from synthetic import barrier_trace
@@ -114,19 +112,13 @@ class Server:
 
 @pytest.fixture
 def server(trace_dir: Path) -> Iterator[Server]:
-    from werkzeug.serving import make_server
-
     # Frames of two windows in memory: picking others reads the store.
     loader = LiveLoader(trace_dir, WINDOW_NS, 2 * WINDOW_NS, cached_windows=2)
     thread = UpdateThread(loader.step)
     thread.start()
     assert thread.wait_for(lambda s: len(s.windows) > 2, 30)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    httpd = make_server("127.0.0.1", 0, create_app(thread).server, threaded=True)
-    serving = threading.Thread(target=httpd.serve_forever, daemon=True)
-    serving.start()
-    yield Server(httpd.server_port, thread, trace_dir)
-    httpd.shutdown()
+    with served(create_app(thread)) as port:
+        yield Server(port, thread, trace_dir)
     thread.stop()
 
 
@@ -264,17 +256,10 @@ def draw_request(key: Any, changed: str = "window-picker.value") -> dict[str, An
 
 
 def test_forged_window_keys_pick_only_stored_windows(
-    server: Server, monkeypatch: pytest.MonkeyPatch
+    server: Server, store_reads: list[int]
 ) -> None:
     # GIVEN a record of every window the server reads from its store
-    read: list[int] = []
-    original = WindowStore.read_window
-
-    def spy(store: WindowStore, start_ns: int, window_ns: int) -> Any:
-        read.append(start_ns)
-        return original(store, start_ns, window_ns)
-
-    monkeypatch.setattr(WindowStore, "read_window", spy)
+    read = store_reads
     snapshot = server.thread.latest()
     stored = {view.start_ns for view in snapshot.windows}
     latest = snapshot.windows[-1]
