@@ -41,6 +41,7 @@ import polars as pl
 from polars.testing import assert_frame_equal
 
 from sparktrail.pag import write_trace
+from sparktrail.pag.trace import TRACE_COLUMNS
 from sparktrail.summaries.online import OnlinePipeline
 from sparktrail.summaries.store import (
     CHECKPOINT,
@@ -162,22 +163,10 @@ def spark_like_trace(
         edge("driver", "driver", a, b, "driver" if (a, b) in planning else "waiting")
     for n in names:
         edge(n, n, free[n], now, "waiting")
-    schema = {
-        "src_worker": pl.String,
-        "dst_worker": pl.String,
-        "start_ns": pl.Int64,
-        "end_ns": pl.Int64,
-        "activity": pl.String,
-        "operator": pl.String,
-        "job_id": pl.Int64,
-        "stage_id": pl.Int64,
-        "task_id": pl.Int64,
-        "partition": pl.Int64,
-        "records": pl.Int64,
-        "bytes": pl.Int64,
-        "shuffle_write_bytes": pl.Int64,
-    }
-    return pl.DataFrame(rows, schema=schema)
+    # The trace schema without seq (reading fills 0, as for any trace without
+    # it), plus the shuffle bytes written that the communication summary reads.
+    schema = {c: t for c, t in TRACE_COLUMNS.items() if c not in ("src_seq", "dst_seq")}
+    return pl.DataFrame(rows, schema={**schema, "shuffle_write_bytes": pl.Int64()})
 
 
 @dataclass(frozen=True)
