@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["parse_duration_ns"]
+__all__ = ["parse_duration_ns", "parse_lateness_ns"]
 
 _UNITS_NS = {
     "ns": 1,
@@ -39,3 +39,14 @@ def parse_duration_ns(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a duration must be positive")
     return value
+
+
+def parse_lateness_ns(text: str) -> int:
+    """A duration like ``2s``, or ``0`` for no lateness.
+
+    >>> parse_lateness_ns("0"), parse_lateness_ns("500ms")
+    (0, 500000000)
+    """
+    if text.strip() in {"0", "0s", "0ms"}:
+        return 0
+    return parse_duration_ns(text)

@@ -18,8 +18,7 @@ from typing import Any
 
 from sparktrail.pag import read_trace
 
-from ._units import parse_duration_ns
-from .live import parse_lateness_ns
+from ._options import add_lateness, add_server, add_window
 
 
 def register(subparsers: Any) -> None:
@@ -40,10 +39,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--minutes", type=float, default=3.0, help="with --serve: workload length"
     )
-    parser.add_argument("--window", type=parse_duration_ns, default="1s")
-    parser.add_argument("--lateness", type=parse_lateness_ns, default="2s")
-    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
-    parser.add_argument("--port", type=int, default=8050, help="default: 8050")
+    add_window(parser)
+    add_lateness(parser)
+    add_server(parser)
     parser.set_defaults(run=run)
 
 

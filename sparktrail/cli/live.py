@@ -23,20 +23,9 @@ from typing import Any
 
 from sparktrail.summaries.online import ClosedWindow, OnlinePipeline
 
-from ._units import parse_duration_ns
+from ._options import add_lateness, add_window
 
-__all__ = ["parse_lateness_ns", "register", "run"]
-
-
-def parse_lateness_ns(text: str) -> int:
-    """A duration like ``2s``, or ``0`` for no lateness.
-
-    >>> parse_lateness_ns("0"), parse_lateness_ns("500ms")
-    (0, 500000000)
-    """
-    if text.strip() in {"0", "0s", "0ms"}:
-        return 0
-    return parse_duration_ns(text)
+__all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -51,18 +40,8 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("trace_dir", type=Path, help="directory of *.arrow files")
-    parser.add_argument(
-        "--window",
-        type=parse_duration_ns,
-        default="1s",
-        help="window length with a unit, e.g. 1s or 250ms (default: 1s)",
-    )
-    parser.add_argument(
-        "--lateness",
-        type=parse_lateness_ns,
-        default="2s",
-        help="how late a trace row may arrive (default: 2s)",
-    )
+    add_window(parser)
+    add_lateness(parser)
     parser.add_argument(
         "--poll",
         type=float,

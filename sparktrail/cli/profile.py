@@ -31,7 +31,7 @@ from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
 from sparktrail.summaries import Summaries, summarize
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
-from ._units import parse_duration_ns
+from ._options import add_window
 
 __all__ = ["hints_json", "load_input", "register", "run", "summarize_with"]
 
@@ -59,12 +59,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, required=True, help="directory to write"
     )
-    parser.add_argument(
-        "--window",
-        type=parse_duration_ns,
-        default="1s",
-        help="window length with a unit, e.g. 1s or 250ms (default: 1s)",
-    )
+    add_window(parser)
     parser.add_argument(
         "--engine",
         choices=("polars", "spark"),

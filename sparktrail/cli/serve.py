@@ -23,8 +23,7 @@ from sparktrail.dashboard.live import (
     load_report,
 )
 
-from ._units import parse_duration_ns
-from .live import parse_lateness_ns
+from ._options import add_lateness, add_server, add_window
 
 __all__ = ["register", "run"]
 
@@ -46,20 +45,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--report", type=Path, metavar="OUT_DIR", help="a `sparktrail profile` output"
     )
-    parser.add_argument(
-        "--window",
-        type=parse_duration_ns,
-        default="1s",
-        help="window length with a unit (default: 1s)",
-    )
-    parser.add_argument(
-        "--lateness",
-        type=parse_lateness_ns,
-        default="2s",
-        help="how late a trace row may arrive (default: 2s)",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
-    parser.add_argument("--port", type=int, default=8050, help="default: 8050")
+    add_window(parser)
+    add_lateness(parser)
+    add_server(parser)
     parser.set_defaults(run=run)
 
 
