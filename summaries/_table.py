@@ -20,15 +20,22 @@ from sparktrail.pag.trace import validate_trace
 
 __all__ = [
     "DRIVER",
+    "EXECUTOR_PATTERN",
+    "WINDOW",
+    "charge",
     "enrich",
     "executor_of",
+    "n_path_windows",
     "path_windows",
     "task_facts",
     "whole_run",
+    "with_paths",
 ]
 
 DRIVER = "driver"
-_EXECUTOR = r"^exec-(.+)/\d+$"
+WINDOW = ["window_start_ns", "window_end_ns"]
+#: ASCII digits (as Spark SQL's regex reads it in the Spark engine).
+EXECUTOR_PATTERN = r"^exec-(.+)/[0-9]+$"
 #: Trace columns copied onto CP rows when the trace has them.
 _FACTS = ("job_id", "partition", "status", "speculative")
 #: Task activities that do the task's own work (DS2's "useful time"):
@@ -52,7 +59,7 @@ def executor_of(worker: pl.Expr) -> pl.Expr:
     return (
         pl.when(worker == DRIVER)
         .then(pl.lit(None, dtype=pl.String))
-        .otherwise(pl.coalesce(worker.str.extract(_EXECUTOR, 1), worker))
+        .otherwise(pl.coalesce(worker.str.extract(EXECUTOR_PATTERN, 1), worker))
     )
 
 
@@ -68,11 +75,26 @@ def enrich(cp: pl.DataFrame, trace: pl.DataFrame) -> pl.DataFrame:
     if facts:
         copied = trace.select(facts)
         out = out.hstack(copied[out["edge_index"]] if len(cp) else copied.clear())
+    return charge(out)
+
+
+def charge(cp: pl.DataFrame) -> pl.DataFrame:
+    """Add ``is_local, worker, executor, cp_ns``: what the summaries group by.
+
+    :func:`enrich` without the task facts, which no summary reads from the
+    CP table. Idempotent, like :func:`enrich`.
+
+    >>> cp = pl.DataFrame({"window_start_ns": [0], "window_end_ns": [4],
+    ...     "src_worker": ["exec-1/0"], "dst_worker": ["driver"], "cp": [0.5]})
+    >>> charge(cp).select("is_local", "worker", "executor", "cp_ns").row(0)
+    (False, 'driver', None, 2.0)
+    """
+    if "worker" in cp.columns:
+        return cp
     local = pl.col("src_worker") == pl.col("dst_worker")
     worker = pl.when(local).then(pl.col("src_worker")).otherwise(pl.col("dst_worker"))
-    return out.with_columns(
-        local.alias("is_local"), worker.alias("worker")
-    ).with_columns(
+    charged = cp.with_columns(local.alias("is_local"), worker.alias("worker"))
+    return charged.with_columns(
         executor_of(pl.col("worker")).alias("executor"),
         (pl.col("cp") * (pl.col("window_end_ns") - pl.col("window_start_ns")))
         .cast(pl.Float64)
@@ -90,9 +112,18 @@ def path_windows(cp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def n_path_windows(cp: pl.DataFrame) -> int:
-    """How many windows have a path (at least 1, to divide by)."""
-    return max(1, int(path_windows(cp)["has_paths"].sum()))
+def n_path_windows(windows: pl.DataFrame) -> int:
+    """How many of ``windows`` (:func:`path_windows`) have a path (at least 1).
+
+    At least 1, to divide by.
+    """
+    return max(1, int(windows["has_paths"].sum()))
+
+
+def with_paths(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``per_window`` in the windows that have a path."""
+    starts = windows.filter("has_paths").select("window_start_ns")
+    return per_window.join(starts, on="window_start_ns", how="semi")
 
 
 def whole_run(
@@ -110,12 +141,22 @@ def whole_run(
     )
 
 
+#: Trace rows per task-facts group-by (its hash tables and per-group
+#: state take several times the rows' own size).
+TASK_CHUNK_ROWS = 2_000_000
+
+
 def task_facts(trace: pl.DataFrame) -> pl.DataFrame:
     """One row per task attempt (``task_id``) from its local trace rows.
 
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
     executor, launch_ns, end_ns, duration_ns, useful_ns, records, bytes,
     shuffle_write_bytes, status``.
+
+    A long trace is aggregated in chunks of task ids (ranges of equal
+    width, about :data:`TASK_CHUNK_ROWS` rows each when ids are dense),
+    which bounds the group-by's memory at the cost of a scan of the trace
+    per chunk.
     """
     optional = {
         "partition": pl.Int64,
@@ -132,11 +173,35 @@ def task_facts(trace: pl.DataFrame) -> pl.DataFrame:
     # aggregations only: a 10^7-row trace has millions of tasks, and
     # expressions such as ``drop_nulls().first()`` would materialize every
     # group.
+    ids = frame.select(
+        pl.col("task_id").min().alias("lo"), pl.col("task_id").max().alias("hi")
+    ).row(0)
+    chunks = max(1, -(-len(frame) // TASK_CHUNK_ROWS))
+    if ids[0] is None or chunks == 1:
+        return _task_chunk(frame, pl.lit(True))
+    # Ranges of ids, not a modulo: each chunk comes out sorted by task id, so
+    # their concatenation is too, without sorting (copying) the whole.
+    lo, hi = int(ids[0]), int(ids[1]) + 1
+    step = -(-(hi - lo) // chunks)
+    starts = range(lo, hi, step)
+    parts = [
+        _task_chunk(
+            frame,
+            (pl.col("task_id") >= a)
+            & (pl.lit(True) if a == starts[-1] else pl.col("task_id") < a + step),
+        )
+        for a in starts
+    ]
+    return pl.concat(parts, rechunk=False)
+
+
+def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
     span = pl.col("end_ns") - pl.col("start_ns")
     return (
         frame.lazy()
         .filter(
             pl.col("task_id").is_not_null()
+            & mine
             & (pl.col("src_worker") == pl.col("dst_worker"))
             & (pl.col("activity") != "waiting")
         )

@@ -10,9 +10,24 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import n_path_windows, whole_run
+from ._table import WINDOW, n_path_windows, path_windows, whole_run, with_paths
 
-__all__ = ["activity_summary"]
+__all__ = ["activity_from_partial", "activity_partial", "activity_summary"]
+
+
+def activity_partial(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per (window, activity) sums of a CP table: what the summary adds up.
+
+    ``window_start_ns, window_end_ns, activity, cp_share, cp_ns, time_ns``
+    for every window of ``cp``; partials of disjoint sets of windows
+    concatenate into the partial of their union.
+    """
+    window_ns = pl.col("window_end_ns") - pl.col("window_start_ns")
+    return cp.group_by(*WINDOW, "activity").agg(
+        pl.col("cp").sum().alias("cp_share"),
+        (pl.col("cp") * window_ns).sum().cast(pl.Float64).alias("cp_ns"),
+        pl.col("weight_ns").sum().alias("time_ns"),
+    )
 
 
 def activity_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFrame:
@@ -39,23 +54,27 @@ def activity_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFra
     >>> activity_summary(critical_participation(t, 4))["cp_share"].to_list()
     [0.75, 0.25]
     """
-    window_ns = pl.col("window_end_ns") - pl.col("window_start_ns")
-    per_window = (
-        cp.group_by("window_start_ns", "window_end_ns", "activity")
-        .agg(
-            pl.col("cp").sum().alias("cp_share"),
-            (pl.col("cp") * window_ns).sum().cast(pl.Float64).alias("cp_ns"),
-            pl.col("weight_ns").sum().alias("time_ns"),
-        )
-        .filter(pl.col("cp_share").sum().over("window_start_ns") > 0)
+    return activity_from_partial(
+        activity_partial(cp), path_windows(cp), by_window=by_window
     )
+
+
+def activity_from_partial(
+    partial: pl.DataFrame, windows: pl.DataFrame, *, by_window: bool = False
+) -> pl.DataFrame:
+    """The activity summary from :func:`activity_partial` and the windows.
+
+    ``windows`` says which windows have a path (``window_start_ns,
+    has_paths``, as :func:`~sparktrail.summaries.window_stats` gives).
+    """
+    per_window = with_paths(partial, windows)
     if by_window:
         return per_window.sort(
             ["window_start_ns", "cp_share", "activity"], descending=[False, True, False]
         )
-    everything = cp.group_by("activity").agg(pl.col("weight_ns").sum().alias("time_ns"))
+    everything = partial.group_by("activity").agg(pl.col("time_ns").sum())
     run = whole_run(
-        per_window.drop("time_ns"), ["activity"], ["cp_share"], n_path_windows(cp)
+        per_window.drop("time_ns"), ["activity"], ["cp_share"], n_path_windows(windows)
     )
     return (
         everything.join(run, on="activity", how="left")

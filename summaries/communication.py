@@ -20,9 +20,15 @@ import polars as pl
 
 from sparktrail.pag.trace import validate_trace
 
-from ._table import executor_of, n_path_windows, whole_run
+from ._table import WINDOW, executor_of, n_path_windows, path_windows, whole_run
 
-__all__ = ["SHUFFLE_NOTE", "communication_summary", "shuffle_sources"]
+__all__ = [
+    "SHUFFLE_NOTE",
+    "channel_partial",
+    "communication_from_partial",
+    "communication_summary",
+    "shuffle_sources",
+]
 
 SHUFFLE_NOTE = (
     "shuffle_read CP of the reducer split over source executors by the "
@@ -30,7 +36,19 @@ SHUFFLE_NOTE = (
     "per-source sizes; parents = shuffle-writing stages that ended before "
     "the reading stage started, same job first)"
 )
-_WINDOW = ["window_start_ns", "window_end_ns"]
+#: The columns of :func:`channel_partial`.
+CHANNEL_PARTIAL_SCHEMA: dict[str, pl.DataType] = {
+    "window_start_ns": pl.Int64(),
+    "window_end_ns": pl.Int64(),
+    "read": pl.Boolean(),
+    "src_worker": pl.String(),
+    "worker": pl.String(),
+    "activity": pl.String(),
+    "stage_id": pl.Int64(),
+    "cp": pl.Float64(),
+    "cp_ns": pl.Float64(),
+    "edges": pl.Int64(),
+}
 
 
 def _endpoint(worker: pl.Expr) -> pl.Expr:
@@ -106,7 +124,9 @@ def _weights(
     before = writers.filter(
         (pl.col("last_ns") <= first) & (pl.col("stage_id") != stage)
     )
-    same_job = before.filter(pl.col("job_id") == job)
+    same_job = (
+        before.filter(pl.col("job_id") == job) if job is not None else before.clear()
+    )
     parents = same_job if len(same_job) else before
     bytes_by = (
         written.join(parents.select("stage_id"), on="stage_id")
@@ -158,26 +178,80 @@ def communication_summary(
     >>> c.select("src", "dst", "kind", "cp_share").row(0)
     ('executor 1', 'executor 2', 'data', 0.25)
     """
-    messages = cp.filter(~pl.col("is_local")).select(
-        *_WINDOW,
+    return communication_from_partial(
+        channel_partial(cp), path_windows(cp), trace, by_window=by_window
+    )
+
+
+def channel_partial(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per (window, worker pair) sums of an enriched CP table.
+
+    Columns :data:`CHANNEL_PARTIAL_SCHEMA`: messages (``read`` false) by
+    ``src_worker``, receiving ``worker`` and ``activity``; shuffle fetch
+    waits (``read`` true) by reading ``stage_id`` and ``worker``, to be
+    split over their sources. Partials of disjoint sets of windows
+    concatenate into the partial of their union.
+    """
+    sums = (
+        pl.col("cp").sum(),
+        pl.col("cp_ns").sum(),
+        pl.len().cast(pl.Int64).alias("edges"),
+    )
+    messages = (
+        cp.filter(~pl.col("is_local"))
+        .group_by(*WINDOW, "src_worker", "worker", "activity")
+        .agg(*sums)
+        .with_columns(pl.lit(False).alias("read"), pl.lit(None).alias("stage_id"))
+    )
+    reads = (
+        cp.filter(pl.col("activity") == "shuffle_read")
+        .group_by(*WINDOW, "stage_id", "worker")
+        .agg(*sums)
+        .with_columns(
+            pl.lit(True).alias("read"),
+            pl.lit(None).alias("src_worker"),
+            pl.lit("shuffle").alias("activity"),
+        )
+    )
+    columns = list(CHANNEL_PARTIAL_SCHEMA)
+    return pl.concat(
+        [
+            frame.select(columns).cast(CHANNEL_PARTIAL_SCHEMA)  # type: ignore[arg-type]
+            for frame in (messages, reads)
+        ]
+    )
+
+
+def communication_from_partial(
+    partial: pl.DataFrame,
+    windows: pl.DataFrame,
+    trace: pl.DataFrame,
+    *,
+    by_window: bool = False,
+) -> pl.DataFrame:
+    """The communication summary from :func:`channel_partial` and the windows.
+
+    ``trace`` gives the shuffle bytes each source wrote
+    (:func:`shuffle_sources`).
+    """
+    messages = partial.filter(~pl.col("read")).select(
+        *WINDOW,
         _endpoint(pl.col("src_worker")).alias("src"),
-        pl.col("src_worker").alias("_src_worker"),
         pl.col("activity").alias("kind"),
         "worker",
         "cp",
         "cp_ns",
+        "edges",
+        executor_of(pl.col("src_worker")).alias("src_executor_id"),
     )
-    messages = messages.with_columns(
-        executor_of(pl.col("_src_worker")).alias("src_executor_id")
-    ).drop("_src_worker")
-    reads = cp.filter(pl.col("activity") == "shuffle_read")
+    reads = partial.filter(pl.col("read"))
     stages = reads["stage_id"].drop_nulls().unique().to_list()
     sources = shuffle_sources(trace, [int(s) for s in stages])
     shuffled = (
         reads.join(sources, on="stage_id", how="left")
         .with_columns(pl.col("weight").fill_null(1.0))
         .select(
-            *_WINDOW,
+            *WINDOW,
             pl.when(pl.col("src_executor").is_null())
             .then(pl.lit(None, dtype=pl.String))
             .otherwise(pl.lit("executor ") + pl.col("src_executor"))
@@ -186,6 +260,7 @@ def communication_summary(
             "worker",
             pl.col("cp") * pl.col("weight"),
             pl.col("cp_ns") * pl.col("weight"),
+            "edges",
             pl.col("src_executor").alias("src_executor_id"),
         )
     )
@@ -194,16 +269,16 @@ def communication_summary(
         executor_of(pl.col("worker")).alias("dst_executor_id"),
     )
     keys = ["src", "dst", "src_executor_id", "dst_executor_id", "kind"]
-    per = rows.group_by(*_WINDOW, *keys).agg(
+    per = rows.group_by(*WINDOW, *keys).agg(
         pl.col("cp").sum().alias("cp_share"),
         pl.col("cp_ns").sum(),
-        pl.len().alias("edges"),
+        pl.col("edges").sum(),
     )
     if not by_window:
-        per = whole_run(per, keys, ["cp_share"], n_path_windows(cp))
+        per = whole_run(per, keys, ["cp_share"], n_path_windows(windows))
     message = pl.lit("CP of ") + pl.col("kind") + pl.lit(" messages")
     note = pl.when(pl.col("kind") == "shuffle").then(pl.lit(SHUFFLE_NOTE))
-    window = _WINDOW if by_window else []
+    window = WINDOW if by_window else []
     return (
         per.with_columns(note.otherwise(message).alias("note"))
         .select(*window, *keys, "cp_share", "cp_ns", "edges", "note")

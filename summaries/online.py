@@ -79,6 +79,13 @@ import polars as pl
 from sparktrail.pag import CycleError, critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
+from sparktrail.pag.window_rows import (
+    clip,
+    first_event,
+    is_interval,
+    last_event,
+    touching,
+)
 
 from .model import HintOptions
 from .pipeline import summaries_from_cp
@@ -91,11 +98,6 @@ ROW = "_row"  # global row number, carried through as an extra trace column
 
 #: A closed window as the pipeline returns it (the same as the store holds).
 ClosedWindow = StoredWindow
-
-_LOCAL = pl.col("src_worker") == pl.col("dst_worker")
-_INTERVAL = _LOCAL & (pl.col("end_ns") > pl.col("start_ns"))
-_first_event = pl.min_horizontal("start_ns", "end_ns")
-_last_event = pl.max_horizontal("start_ns", "end_ns")
 
 
 def _trace_paths(root: Path) -> list[Path]:
@@ -138,47 +140,6 @@ def _ceil(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def touching(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
-    """The rows that put an edge into window ``[ts, te)``'s PAG.
-
-    A local activity of positive length when it overlaps the window; any
-    other row (a message, an instant) when both its ends lie in ``[ts, te]``.
-
-    >>> t = pl.DataFrame({"src_worker": ["a", "a", "a"], "dst_worker": ["a", "b", "a"],
-    ...     "start_ns": [0, 5, 9], "end_ns": [12, 11, 10], "activity": ["gc"] * 3})
-    >>> touching(t, 0, 10)["start_ns"].to_list()
-    [0, 9]
-    """
-    overlaps = (pl.col("start_ns") < te) & (pl.col("end_ns") > ts)
-    inside = (_first_event >= ts) & (_last_event <= te)
-    return rows.filter(pl.when(_INTERVAL).then(overlaps).otherwise(inside))
-
-
-def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
-    """Clip local activities to ``[ts, te]`` the way a window's snapshot does.
-
-    A clipped start gets a seq below every other, a clipped end one above,
-    so it precedes (follows) every other event of its worker at that time,
-    as in :mod:`~sparktrail.pag.snapshot`; the window's PAG is unchanged
-    and no edge reaches into a neighbouring window.
-    """
-    if rows.is_empty():
-        return rows
-    seqs = rows.select(
-        pl.min_horizontal(pl.col("src_seq").min(), pl.col("dst_seq").min()).alias("a"),
-        pl.max_horizontal(pl.col("src_seq").max(), pl.col("dst_seq").max()).alias("b"),
-    ).row(0)
-    seq_lo, seq_hi = int(seqs[0]) - 1, int(seqs[1]) + 1
-    early = _INTERVAL & (pl.col("start_ns") < ts)
-    late = _INTERVAL & (pl.col("end_ns") > te)
-    return rows.with_columns(
-        pl.when(early).then(pl.lit(ts)).otherwise("start_ns").alias("start_ns"),
-        pl.when(early).then(pl.lit(seq_lo)).otherwise("src_seq").alias("src_seq"),
-        pl.when(late).then(pl.lit(te)).otherwise("end_ns").alias("end_ns"),
-        pl.when(late).then(pl.lit(seq_hi)).otherwise("dst_seq").alias("dst_seq"),
-    )
-
-
 def listed_windows(rows: pl.DataFrame, window_ns: int, lo: int, hi: int) -> list[int]:
     """Starts of the windows in ``[lo, hi)`` that ``rows`` make exist.
 
@@ -195,12 +156,12 @@ def listed_windows(rows: pl.DataFrame, window_ns: int, lo: int, hi: int) -> list
         return []
     w = window_ns
     first = (
-        pl.when(_INTERVAL)
+        pl.when(is_interval)
         .then(pl.col("start_ns") // w)
-        .otherwise((_last_event - 1) // w)
+        .otherwise((last_event - 1) // w)
     )
-    last = pl.when(_INTERVAL).then((pl.col("end_ns") - 1) // w).otherwise(first)
-    instant_ok = _INTERVAL | (((_last_event - 1) // w) <= (_first_event // w))
+    last = pl.when(is_interval).then((pl.col("end_ns") - 1) // w).otherwise(first)
+    instant_ok = is_interval | (((last_event - 1) // w) <= (first_event // w))
     ranges = rows.select(
         pl.max_horizontal(first, pl.lit(lo // w)).alias("a"),
         pl.min_horizontal(last, pl.lit(hi // w - 1)).alias("b"),
@@ -406,7 +367,7 @@ class OnlinePipeline:
             return
         self._corrupt.pop(name, None)
         bounds = frame.select(
-            _first_event.min().alias("a"), _last_event.max().alias("b")
+            first_event.min().alias("a"), last_event.max().alias("b")
         ).row(0)
         self._files[name] = _FileEntry(size, len(frame), self._next_row, *bounds)
         self._buffer(frame, self._next_row, count_late=True)
@@ -419,14 +380,14 @@ class OnlinePipeline:
             pl.col(ROW).cast(pl.Int64)
         )
         first, last = frame.select(
-            _first_event.min().alias("a"), _last_event.max().alias("b")
+            first_event.min().alias("a"), last_event.max().alias("b")
         ).row(0)
         self._first = first if self._first is None else min(self._first, first)
         self._last = last if self._last is None else max(self._last, last)
         if count_late and self._late_until is not None:
-            self.late_rows += frame.filter(_first_event < self._late_until).height
+            self.late_rows += frame.filter(first_event < self._late_until).height
         if self._closed_until is not None:
-            frame = frame.filter(_last_event >= self._closed_until)
+            frame = frame.filter(last_event >= self._closed_until)
         if self._rows is None:
             self._rows = frame
         else:
@@ -493,7 +454,7 @@ class OnlinePipeline:
         self._closed_until = self._late_until = until
         self._closing_until = None
         if self._rows is not None:
-            self._rows = self._rows.filter(_last_event >= until)
+            self._rows = self._rows.filter(last_event >= until)
         self.store.write_checkpoint(self.checkpoint())
         return closed
 

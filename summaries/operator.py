@@ -15,9 +15,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import n_path_windows, task_facts, whole_run
+from ._table import (
+    WINDOW,
+    n_path_windows,
+    path_windows,
+    task_facts,
+    whole_run,
+    with_paths,
+)
 
-__all__ = ["operator_summary", "stage_name"]
+__all__ = [
+    "operator_from_partial",
+    "operator_partial",
+    "operator_summary",
+    "stage_name",
+]
 
 _KEYS = ["operator", "stage_id"]
 
@@ -35,13 +47,34 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def _facts(tasks: pl.DataFrame) -> pl.DataFrame:
-    return tasks.group_by(_KEYS).agg(
-        pl.col("job_id").first(ignore_nulls=True),
-        pl.len().alias("tasks"),
-        pl.col("records").sum(),
-        pl.col("bytes").sum(),
-        pl.col("shuffle_write_bytes").sum(),
-        pl.col("duration_ns").median().alias("median_task_ns"),
+    # Lazy: only the columns aggregated are read from millions of tasks.
+    return (
+        tasks.lazy()
+        .group_by(_KEYS)
+        .agg(
+            pl.col("job_id").first(ignore_nulls=True),
+            pl.len().alias("tasks"),
+            pl.col("records").sum(),
+            pl.col("bytes").sum(),
+            pl.col("shuffle_write_bytes").sum(),
+            pl.col("duration_ns").median().alias("median_task_ns"),
+        )
+        .collect()
+    )
+
+
+def operator_partial(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per (window, operator) sums of a CP table: what the summary adds up.
+
+    ``window_start_ns, window_end_ns, operator, stage_id, cp_share, cp_ns,
+    time_ns``; partials of disjoint sets of windows concatenate into the
+    partial of their union.
+    """
+    window_ns = pl.col("window_end_ns") - pl.col("window_start_ns")
+    return cp.group_by(*WINDOW, *_KEYS).agg(
+        pl.col("cp").sum().alias("cp_share"),
+        (pl.col("cp") * window_ns).sum().cast(pl.Float64).alias("cp_ns"),
+        pl.col("weight_ns").sum().alias("time_ns"),
     )
 
 
@@ -83,23 +116,35 @@ def operator_summary(
     >>> s.select("stage_id", "call_site", "cp_share", "records").row(0)
     (0, 'A.scala:3', 1.0, 10)
     """
-    window_ns = pl.col("window_end_ns") - pl.col("window_start_ns")
-    per = (
-        cp.group_by("window_start_ns", "window_end_ns", *_KEYS)
-        .agg(
-            pl.col("cp").sum().alias("cp_share"),
-            (pl.col("cp") * window_ns).sum().cast(pl.Float64).alias("cp_ns"),
-            pl.col("weight_ns").sum().alias("time_ns"),
-        )
-        .filter(pl.col("cp_share").sum().over("window_start_ns") > 0)
+    return operator_from_partial(
+        operator_partial(cp),
+        path_windows(cp),
+        task_facts(trace) if tasks is None else tasks,
+        by_window=by_window,
     )
+
+
+def operator_from_partial(
+    partial: pl.DataFrame,
+    windows: pl.DataFrame,
+    tasks: pl.DataFrame,
+    *,
+    by_window: bool = False,
+) -> pl.DataFrame:
+    """The operator summary from :func:`operator_partial`, windows and tasks.
+
+    ``tasks`` is :func:`~sparktrail.summaries.task_facts` of the trace.
+    """
+    per = with_paths(partial, windows)
     if not by_window:
-        everything = cp.group_by(_KEYS).agg(pl.col("weight_ns").sum().alias("time_ns"))
-        run = whole_run(per.drop("time_ns"), _KEYS, ["cp_share"], n_path_windows(cp))
+        everything = partial.group_by(_KEYS).agg(pl.col("time_ns").sum())
+        run = whole_run(
+            per.drop("time_ns"), _KEYS, ["cp_share"], n_path_windows(windows)
+        )
         per = everything.join(run, on=_KEYS, how="left", nulls_equal=True)
         per = per.with_columns(pl.col("cp_share", "cp_ns").fill_null(0.0))
     name, call_site = stage_name(pl.col("operator"))
-    facts = _facts(task_facts(trace) if tasks is None else tasks)
+    facts = _facts(tasks)
     out = per.join(facts, on=_KEYS, how="left", nulls_equal=True).with_columns(
         name.alias("name"), call_site.alias("call_site")
     )

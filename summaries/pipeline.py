@@ -2,48 +2,43 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import warnings
+from collections.abc import Callable
 
+import numpy as np
 import polars as pl
 
-from sparktrail.pag import critical_participation
+from sparktrail.pag.cp import _check_window, critical_participation
+from sparktrail.pag.snapshot import SnapshotWarning, default_origin
 from sparktrail.pag.trace import read_trace, validate_trace
+from sparktrail.pag.window_rows import batch_cp, first_event, last_event
 
-from ._table import enrich, n_path_windows, path_windows, task_facts
-from .activity import activity_summary
-from .communication import communication_summary
+from ._table import n_path_windows, task_facts
+from .activity import activity_from_partial
+from .communication import communication_from_partial
 from .hints import Context, rebalancing_hints
+from .hints._common import task_shares
 from .model import HintOptions, Summaries
-from .operator import operator_summary
-from .straggler import executor_summary, straggler_summary
+from .operator import operator_from_partial
+from .partials import Partials, window_stats
+from .straggler import executor_from_partial, straggler_from_partial
 
-__all__ = ["summaries_from_cp", "summarize", "window_stats"]
+__all__ = [
+    "BATCH_ROWS",
+    "summaries_from_cp",
+    "summaries_from_partials",
+    "summarize",
+    "warn_pathless",
+    "window_batches",
+    "window_stats",
+]
 
-
-def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
-    """Per-window stats of an enriched CP table.
-
-    ``window_start_ns, window_end_ns, edges, cp_total, has_paths,
-    active_workers, active_executors``: a worker is active in a window when
-    it has a non-waiting edge of positive length charged to it there (see
-    :mod:`~sparktrail.summaries.straggler`).
-    """
-    active = (
-        cp.lazy()
-        .filter((pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0))
-        .group_by("window_start_ns")
-        .agg(
-            pl.col("worker").n_unique().alias("active_workers"),
-            pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
-        )
-        .collect()
-    )
-    return (
-        path_windows(cp)
-        .join(active, on="window_start_ns", how="left")
-        .with_columns(pl.col("active_workers", "active_executors").fill_null(0))
-        .sort("window_start_ns")
-    )
+#: Trace rows starting in one batch of windows.
+BATCH_ROWS = 1_000_000
+#: ``progress(batches_done, batches)`` after each batch.
+Progress = Callable[[int, int], None]
 
 
 def summarize(
@@ -51,8 +46,18 @@ def summarize(
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
 ) -> Summaries:
     """Compute every summary and rebalancing hint of a trace.
+
+    The windows are taken a batch at a time (about ``batch_rows`` trace
+    rows each): a batch's CP is computed from the rows touching it
+    (:func:`~sparktrail.pag.window_rows.batch_cp`) and reduced to
+    :class:`~sparktrail.summaries.partials.Partials` before the next, so
+    the whole CP table, as long as the trace, is never held at once. The
+    result equals that of :func:`summaries_from_cp` on the whole CP table.
 
     Parameters
     ----------
@@ -65,6 +70,10 @@ def summarize(
         multiple of ``window_ns``).
     options
         Hint thresholds (default :class:`HintOptions`).
+    batch_rows
+        Trace rows (counted in the window they start in) per batch (> 0).
+    progress
+        Called as ``progress(done, batches)`` after each batch.
 
     Returns
     -------
@@ -72,6 +81,11 @@ def summarize(
         Whole-run summaries (per-window CP summed over the windows with
         paths, divided by their number, so shares sum to 1), activity per
         window, window stats and hints.
+
+    Warns
+    -----
+    SnapshotWarning
+        When windows have no path from start to end (their CP is 0).
 
     Examples
     --------
@@ -84,18 +98,92 @@ def summarize(
     >>> s.windows["has_paths"].to_list()
     [True, True]
     """
+    window, origin = _check_window(window_ns, origin_ns)
+    if (
+        not isinstance(batch_rows, int)
+        or isinstance(batch_rows, bool)
+        or batch_rows < 1
+    ):
+        raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )
-    # Passed on without a local name: summaries_from_cp replaces the CP table
-    # by its enriched copy, and a name here would keep both alive.
-    return summaries_from_cp(
-        critical_participation(frame, window_ns, origin_ns),
-        frame,
-        window_ns,
-        origin_ns,
-        options,
-    )
+    if origin is None:
+        first = frame["start_ns"].min()
+        origin = default_origin(int(first), window) if first is not None else 0  # type: ignore[arg-type]
+    batches = window_batches(frame, window, origin, batch_rows)
+    if batches:
+        extent = frame.select(
+            first_event.min().alias("first"), last_event.max().alias("last")
+        ).row(0)
+    parts = []
+    for done, (ts, te) in enumerate(batches, 1):
+        cp, rows = batch_cp(frame, window, origin, ts, te, extent)
+        # edge_index of the whole trace: the hints name driver rows by it.
+        cp = cp.with_columns(
+            rows["trace_row"].gather(cp["edge_index"]).alias("edge_index")
+        )
+        del rows
+        parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
+        del cp
+        if progress is not None:
+            progress(done, len(batches))
+    if parts:
+        partials = Partials.combine(parts)
+    else:
+        partials = Partials.of(critical_participation(frame, window, origin))
+    del parts
+    warn_pathless(partials.windows, stacklevel=2)
+    return summaries_from_partials(partials, frame, window, origin_ns, options)
+
+
+def window_batches(
+    trace: pl.DataFrame, window_ns: int, origin_ns: int, batch_rows: int
+) -> list[tuple[int, int]]:
+    """Runs of windows ``[ts, te)`` with about ``batch_rows`` rows each.
+
+    A row counts in the earliest window holding its first event; the runs
+    cover every window from the first row's to the one holding the last event,
+    and a window with more rows than ``batch_rows`` is a run of its own.
+
+    >>> t = pl.DataFrame({"start_ns": [0, 1, 5, 12], "end_ns": [1, 2, 6, 19]})
+    >>> window_batches(t, 4, 0, 2)
+    [(0, 4), (4, 20)]
+    """
+    if trace.is_empty():
+        return []
+    # An instant on a boundary lies in the window before it too (and a row
+    # starting on one needs no earlier batch, but is harmless in it).
+    k = ((first_event - origin_ns - 1) // window_ns).clip(lower_bound=0).alias("k")
+    counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
+    windows = counts["k"].to_numpy()
+    group = (np.cumsum(counts["count"].to_numpy()) - 1) // batch_rows
+    firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
+    last = int(trace.select(last_event.max()).item())
+    end = max(int(windows[-1]), (last - origin_ns) // window_ns) + 1
+    bounds = [*(int(f) for f in firsts), end]
+    return [
+        (origin_ns + a * window_ns, origin_ns + b * window_ns)
+        for a, b in itertools.pairwise(bounds)
+    ]
+
+
+def warn_pathless(windows: pl.DataFrame, *, stacklevel: int = 2) -> None:
+    """Warn (:class:`SnapshotWarning`) when some of ``windows`` have no path.
+
+    ``windows`` has ``window_start_ns, has_paths`` (:func:`window_stats`);
+    ``stacklevel`` is that of the caller's caller, as for
+    :func:`warnings.warn`.
+    """
+    empty = windows.filter(~pl.col("has_paths"))
+    if len(empty):
+        first = int(empty["window_start_ns"].min())  # type: ignore[arg-type]
+        warnings.warn(
+            f"{len(empty)} of {len(windows)} windows have no path from start to "
+            f"end (first at window_start_ns={first}); their CP is 0",
+            SnapshotWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def summaries_from_cp(
@@ -136,22 +224,58 @@ def summaries_from_cp(
     >>> s.activity["cp_share"].to_list()
     [1.0]
     """
-    frame = trace
-    # The clipped edge times are not summarized; dropping them before the
-    # enriched copy saves 16 bytes a row.
-    cp = enrich(cp.drop("start_ns", "end_ns", strict=False), frame)
+    return summaries_from_partials(
+        Partials.of(cp.drop("start_ns", "end_ns", strict=False)),
+        trace,
+        window_ns,
+        origin_ns,
+        options,
+    )
+
+
+def summaries_from_partials(
+    partials: Partials,
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None = None,
+    options: HintOptions | None = None,
+) -> Summaries:
+    """Every summary and hint from the run's :class:`Partials`.
+
+    What :func:`summarize`, :func:`summaries_from_cp` and the Spark engine
+    share: the partials come from one CP table, from batches of windows or
+    from Spark, and are finished here with the trace's task facts.
+
+    Parameters
+    ----------
+    partials
+        The partials of every window of the run.
+    trace
+        The validated trace.
+    window_ns, origin_ns, options
+        As for :func:`summarize` (``origin_ns`` None: the first window's
+        start).
+
+    Returns
+    -------
+    Summaries
+        What :func:`summarize` returns.
+    """
+    windows = partials.windows
     if origin_ns is None:
-        first = cp["window_start_ns"].min() if len(cp) else 0
+        first = windows["window_start_ns"].min() if len(windows) else 0
         origin_ns = int(first)  # type: ignore[arg-type]
-    n = n_path_windows(cp)
-    activity = activity_summary(cp)
-    executor = executor_summary(cp)
-    tasks = task_facts(frame)  # shared by the operator summary and the hints
-    operator = operator_summary(cp, frame, tasks=tasks)
-    communication = communication_summary(cp, frame)
+    n = n_path_windows(windows)
+    activity = activity_from_partial(partials.activity, windows)
+    executor = executor_from_partial(partials.workers, windows)
+    # One frame of task facts with their CP shares, shared by the operator
+    # summary and the hints (millions of rows in a long trace).
+    tasks = task_shares(task_facts(trace), partials.tasks, n)
+    operator = operator_from_partial(partials.operators, windows, tasks)
+    communication = communication_from_partial(partials.channels, windows, trace)
     context = Context(
-        cp,
-        frame,
+        partials,
+        trace,
         activity,
         executor,
         operator,
@@ -162,13 +286,15 @@ def summaries_from_cp(
     )
     return Summaries(
         activity=activity,
-        activity_by_window=activity_summary(cp, by_window=True),
-        straggler=straggler_summary(cp),
+        activity_by_window=activity_from_partial(
+            partials.activity, windows, by_window=True
+        ),
+        straggler=straggler_from_partial(partials.workers, windows),
         executor=executor,
         operator=operator,
         communication=communication,
         hints=rebalancing_hints(context),
-        windows=window_stats(cp),
+        windows=windows,
         window_ns=window_ns,
         origin_ns=origin_ns,
     )

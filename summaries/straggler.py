@@ -19,24 +19,41 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import n_path_windows, whole_run
+from ._table import WINDOW, n_path_windows, path_windows, whole_run
 
-__all__ = ["executor_summary", "straggler_summary"]
+__all__ = [
+    "executor_from_partial",
+    "executor_summary",
+    "straggler_from_partial",
+    "straggler_summary",
+    "worker_partial",
+]
 
-_WINDOW = ["window_start_ns", "window_end_ns"]
 
+def worker_partial(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per (window, worker) sums of an enriched CP table.
 
-def _per_window(cp: pl.DataFrame) -> pl.DataFrame:
+    ``window_start_ns, window_end_ns, worker, executor, cp_share, cp_ns,
+    busy_ns, busy`` (``busy``: the worker has an edge of positive length
+    that is not ``waiting`` there); partials of disjoint sets of windows
+    concatenate into the partial of their union.
+    """
     busy = (pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0)
-    rows = cp.with_columns(
-        (pl.col("cp").sum().over("window_start_ns") > 0).alias("_paths")
-    )
-    per = rows.group_by(*_WINDOW, "worker").agg(
+    return cp.group_by(*WINDOW, "worker").agg(
         pl.col("executor").first(),
         pl.col("cp").sum().alias("cp_share"),
         pl.col("cp_ns").sum(),
         pl.col("weight_ns").filter(busy & pl.col("is_local")).sum().alias("busy_ns"),
-        (busy.any() & pl.col("_paths").first()).alias("active"),
+        busy.any().alias("busy"),
+    )
+
+
+def _per_window(partial: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    paths = windows.select("window_start_ns", "has_paths")
+    per = (
+        partial.join(paths, on="window_start_ns", how="left")
+        .with_columns((pl.col("busy") & pl.col("has_paths")).alias("active"))
+        .drop("busy", "has_paths")
     )
     n_active = pl.col("active").sum().over("window_start_ns")
     return per.with_columns(
@@ -83,7 +100,16 @@ def straggler_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFr
     >>> s.select("worker", "cp_share", "fair_share", "ratio").rows()
     [('exec-1/0', 1.0, 0.5, 2.0), ('exec-1/1', 0.0, 0.5, 0.0)]
     """
-    per = _per_window(cp)
+    return straggler_from_partial(
+        worker_partial(cp), path_windows(cp), by_window=by_window
+    )
+
+
+def straggler_from_partial(
+    partial: pl.DataFrame, windows: pl.DataFrame, *, by_window: bool = False
+) -> pl.DataFrame:
+    """The straggler summary from :func:`worker_partial` and the windows."""
+    per = _per_window(partial, windows)
     if by_window:
         return _finish(per.drop("active"), "worker").sort("window_start_ns")
     per = per.with_columns(pl.col("active").cast(pl.Int64).alias("windows_active"))
@@ -91,7 +117,7 @@ def straggler_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFr
         per.drop("active", "executor"),
         ["worker"],
         ["cp_share", "fair_share"],
-        n_path_windows(cp),
+        n_path_windows(windows),
     )
     names = per.group_by("worker").agg(pl.col("executor").first())
     run = run.join(names, on="worker")
@@ -130,21 +156,33 @@ def executor_summary(cp: pl.DataFrame, *, by_window: bool = False) -> pl.DataFra
     >>> e.select("executor_id", "cp_share", "fair_share").rows()
     [('1', 0.5, 0.5), ('2', 0.5, 0.5)]
     """
-    per = _per_window(cp)
+    return executor_from_partial(
+        worker_partial(cp), path_windows(cp), by_window=by_window
+    )
+
+
+def executor_from_partial(
+    partial: pl.DataFrame, windows: pl.DataFrame, *, by_window: bool = False
+) -> pl.DataFrame:
+    """The executor summary from :func:`worker_partial` and the windows."""
+    per = _per_window(partial, windows)
     keys = ["executor_id", "role"]
     role = pl.when(pl.col("worker") == "driver").then(pl.lit("driver"))
     per = per.with_columns(
         pl.col("executor").alias("executor_id"),
         role.otherwise(pl.lit("executor")).alias("role"),
     )
-    grouped = per.group_by(*_WINDOW, *keys).agg(
+    grouped = per.group_by(*WINDOW, *keys).agg(
         pl.col("worker").n_unique().alias("slots"),
         pl.col("cp_share", "cp_ns", "busy_ns", "fair_share").sum(),
     )
     if by_window:
         return _finish(grouped, "executor_id").sort("window_start_ns")
     run = whole_run(
-        grouped.drop("slots"), keys, ["cp_share", "fair_share"], n_path_windows(cp)
+        grouped.drop("slots"),
+        keys,
+        ["cp_share", "fair_share"],
+        n_path_windows(windows),
     )
     slots = per.group_by(keys).agg(pl.col("worker").n_unique().alias("slots"))
     run = run.join(slots, on=keys, nulls_equal=True)

@@ -10,8 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from .._table import executor_of, task_facts
+from .._table import executor_of
 from ..model import HintOptions
+from ..partials import Partials
 
 __all__ = [
     "HIGH_OVER",
@@ -22,6 +23,7 @@ __all__ = [
     "fmt_s",
     "hint_frame",
     "severity",
+    "task_shares",
 ]
 
 #: Severity from how far a value is over its threshold (value / threshold).
@@ -108,21 +110,55 @@ def hint_frame(hints: list[Hint]) -> pl.DataFrame:
     """
     frame = pl.DataFrame([h.row() for h in hints], schema=HINT_SCHEMA, orient="row")
     rank = pl.col("severity").replace_strict(_RANK, return_dtype=pl.Int64)
-    return frame.sort(rank, -pl.col("cp_share"), "kind", maintain_order=True)
+    # Shares rounded for the order: float noise (sums in another order, on
+    # another engine) must not swap two hints of equal share.
+    share = -pl.col("cp_share").round(9)
+    return frame.sort(rank, share, "kind", maintain_order=True)
+
+
+def task_shares(
+    facts: pl.DataFrame, task_cp: pl.DataFrame, n_windows: int
+) -> pl.DataFrame:
+    """Task facts with each task's CP shares.
+
+    ``cp_share`` is the task's share of the whole run's critical path;
+    ``running_cp_share`` its share in the windows it ran in, which is what
+    "a task with high CP" means: a 2 s straggler is most of the critical
+    path while it runs, however long the application was idle before.
+    ``task_cp`` is :attr:`~sparktrail.summaries.partials.Partials.tasks`.
+
+    >>> facts = pl.DataFrame({"task_id": [1, 2]})
+    >>> cp = pl.DataFrame({"task_id": [1], "cp": [0.5], "windows": [1]})
+    >>> task_shares(facts, cp, 2).rows()
+    [(1, 0.25, 0.5), (2, 0.0, 0.0)]
+    """
+    shares = task_cp.select(
+        "task_id",
+        (pl.col("cp") / n_windows).alias("cp_share"),
+        (pl.col("cp") / pl.col("windows")).alias("running_cp_share"),
+    )
+    # Only the share columns are gathered and stacked onto the facts: a join
+    # would copy every column of millions of tasks.
+    aligned = (
+        facts.select("task_id")
+        .join(shares, on="task_id", how="left", maintain_order="left")
+        .select(pl.col("cp_share", "running_cp_share").fill_null(0.0))
+    )
+    return facts.drop("cp_share", "running_cp_share", strict=False).hstack(aligned)
 
 
 @dataclass(frozen=True)
 class Context:
     """The inputs of the hint rules, computed once.
 
-    ``cp`` is the enriched CP table, ``trace`` the validated trace, the
-    frames are the whole-run summaries, ``facts`` is
-    :func:`~sparktrail.summaries._table.task_facts` of the trace if the
-    caller has it (else computed here), ``tasks`` has one row per task
-    attempt with its ``cp_share`` of the run.
+    ``partials`` are the run's CP sums (:class:`~sparktrail.summaries.
+    partials.Partials`), ``trace`` the validated trace, the frames are the
+    whole-run summaries, ``tasks`` has one row per task attempt: its facts
+    (:func:`~sparktrail.summaries._table.task_facts`) and CP shares
+    (:func:`task_shares`).
     """
 
-    cp: pl.DataFrame
+    partials: Partials
     trace: pl.DataFrame
     activity: pl.DataFrame
     executor: pl.DataFrame
@@ -130,61 +166,57 @@ class Context:
     communication: pl.DataFrame
     n_windows: int
     options: HintOptions
-    facts: pl.DataFrame | None = None
+    tasks: pl.DataFrame
+
+    def stage_cp(self, *activities: str) -> pl.DataFrame:
+        """``stage_id, cp``: each stage's CP in ``activities``, largest first.
+
+        Only stages with CP > 0; ties by stage id.
+        """
+        return (
+            self.partials.stages.filter(
+                pl.col("activity").is_in(activities) & pl.col("stage_id").is_not_null()
+            )
+            .group_by("stage_id")
+            .agg(pl.col("cp").sum())
+            .filter(pl.col("cp") > 0)
+            .sort(["cp", "stage_id"], descending=[True, False])
+        )
 
     def activity_share(self, *names: str) -> float:
         """Whole-run CP share of the given activity types."""
         rows = self.activity.filter(pl.col("activity").is_in(names))
         return float(rows["cp_share"].sum())
 
-    @cached_property
-    def tasks(self) -> pl.DataFrame:
-        """Task facts with each task's CP shares (computed once, on first use).
-
-        ``cp_share`` is the task's share of the whole run's critical path;
-        ``running_cp_share`` its share in the windows it ran in, which is what
-        "a task with high CP" means: a 2 s straggler is most of the critical
-        path while it runs, however long the application was idle before.
-        """
-        # Lazy: only three columns of the CP table are read and filtered.
-        cp = self.cp.lazy().select("window_start_ns", "task_id", "cp")
-        with_paths = (
-            cp.group_by("window_start_ns")
-            .agg((pl.col("cp").sum() > 0).alias("has_paths"))
-            .filter("has_paths")
-            .select("window_start_ns")
-        )
-        shares = (
-            cp.filter(pl.col("task_id").is_not_null())
-            .join(with_paths, on="window_start_ns", how="semi")
-            .group_by("task_id")
-            .agg(
-                (pl.col("cp").sum() / self.n_windows).alias("cp_share"),
-                (pl.col("cp").sum() / pl.col("window_start_ns").n_unique()).alias(
-                    "running_cp_share"
-                ),
-            )
-            .collect()
-        )
-        return (
-            (task_facts(self.trace) if self.facts is None else self.facts)
-            .join(shares, on="task_id", how="left")
-            .with_columns(pl.col("cp_share", "running_cp_share").fill_null(0.0))
-        )
-
-    @cached_property
-    def slot_rows(self) -> pl.DataFrame:
-        """Local rows of executor slots (computed once, on first use).
-
-        Columns ``src_worker, dst_worker, activity, start_ns, end_ns,
+    def slot_rows(self) -> pl.LazyFrame:
+        """Local rows of executor slots, as a query (not held: as long as
+        the trace). Columns ``src_worker, activity, start_ns, end_ns,
         executor``: the timelines of the ``exec-<id>/<slot>`` workers only.
         """
         return (
             self.trace.lazy()
             .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
             .filter(pl.col("src_worker") == pl.col("dst_worker"))
+            .drop("dst_worker")
             .with_columns(executor_of(pl.col("src_worker")).alias("executor"))
             .filter(pl.col("executor").is_not_null())
+        )
+
+    @cached_property
+    def slot_time(self) -> pl.DataFrame:
+        """Time of executor slots per (executor, slot, activity), computed once.
+
+        ``executor, src_worker, activity, time_ns`` (every row's length) and
+        ``positive_ns`` (rows of positive length only).
+        """
+        length = pl.col("end_ns") - pl.col("start_ns")
+        return (
+            self.slot_rows()
+            .group_by("executor", "src_worker", "activity")
+            .agg(
+                length.sum().alias("time_ns"),
+                length.filter(length > 0).sum().alias("positive_ns"),
+            )
             .collect()
         )
 

@@ -34,15 +34,7 @@ TOP = 3
 
 
 def _top_stage(ctx: Context, *activities: str) -> int | None:
-    rows = (
-        ctx.cp.filter(
-            pl.col("activity").is_in(activities) & pl.col("stage_id").is_not_null()
-        )
-        .group_by("stage_id")
-        .agg(pl.col("cp").sum())
-        .filter(pl.col("cp") > 0)
-        .sort(["cp", "stage_id"], descending=[True, False])
-    )
+    rows = ctx.stage_cp(*activities)
     return None if rows.is_empty() else int(rows["stage_id"][0])
 
 
@@ -157,9 +149,9 @@ def _jobs(trace: pl.DataFrame) -> pl.DataFrame:
 
 def _intervals(ctx: Context) -> list[dict[str, Any]]:
     rows = (
-        ctx.cp.filter((pl.col("activity") == "driver") & (pl.col("cp") > 0))
-        .group_by("edge_index")
-        .agg((pl.col("cp").sum() / ctx.n_windows).alias("cp_share"))
+        ctx.partials.driver.select(
+            "edge_index", (pl.col("cp") / ctx.n_windows).alias("cp_share")
+        )
         .sort(["cp_share", "edge_index"], descending=[True, False])
         .head(TOP)
     )

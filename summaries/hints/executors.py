@@ -24,14 +24,13 @@ from ._common import Context, Hint, fmt_s, severity
 __all__ = ["idle_capacity", "straggler_executor"]
 
 
-def _gc_share(slot_rows: pl.DataFrame, executor: str) -> float:
-    rows = slot_rows.filter(
+def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
+    rows = slot_time.filter(
         (pl.col("executor") == executor) & (pl.col("activity") != "waiting")
     )
-    length = pl.col("end_ns") - pl.col("start_ns")
-    busy = rows.select(length.sum()).item()
-    gc = rows.filter(pl.col("activity") == "gc").select(length.sum()).item()
-    return float(gc / busy) if busy else 0.0
+    busy = int(rows["time_ns"].sum())
+    gc = int(rows.filter(pl.col("activity") == "gc")["time_ns"].sum())
+    return gc / busy if busy else 0.0
 
 
 def straggler_executor(ctx: Context) -> list[Hint]:
@@ -47,7 +46,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             continue
         if ex["cp_share"] < opts.straggler_min_share:
             continue
-        gc = _gc_share(ctx.slot_rows, ex["executor_id"])
+        gc = _gc_share(ctx.slot_time, ex["executor_id"])
         evidence = {
             "cp_share": ex["cp_share"],
             "fair_share": ex["fair_share"],
@@ -87,14 +86,15 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     return hints
 
 
-def _peak_busy(rows: pl.DataFrame) -> int:
+def _peak_busy(rows: pl.LazyFrame) -> int:
     events = pl.concat(
         [
-            rows.select(pl.col("start_ns").alias("t"), pl.lit(1).alias("d")),
-            rows.select(pl.col("end_ns").alias("t"), pl.lit(-1).alias("d")),
+            rows.select(pl.col("start_ns").alias("t"), pl.lit(1, pl.Int8).alias("d")),
+            rows.select(pl.col("end_ns").alias("t"), pl.lit(-1, pl.Int8).alias("d")),
         ]
     ).sort("t", "d")
-    return int(events["d"].cum_sum().max() or 0)  # type: ignore[arg-type]
+    peak = events.select(pl.col("d").cast(pl.Int64).cum_sum().max()).collect().item()
+    return int(peak or 0)
 
 
 def idle_capacity(ctx: Context) -> list[Hint]:
@@ -102,15 +102,12 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     trace = ctx.trace
     if trace.is_empty():
         return []
-    slots = ctx.slot_rows
+    slots = ctx.slot_time
     workers = slots["src_worker"].n_unique()
     if workers == 0:
         return []
     span = int(trace["end_ns"].max()) - int(trace["start_ns"].min())  # type: ignore[arg-type]
-    busy_rows = slots.filter(
-        (pl.col("activity") != "waiting") & (pl.col("end_ns") > pl.col("start_ns"))
-    )
-    busy = int(busy_rows.select((pl.col("end_ns") - pl.col("start_ns")).sum()).item())
+    busy = int(slots.filter(pl.col("activity") != "waiting")["positive_ns"].sum())
     slot_time = workers * span
     if slot_time <= 0:
         return []
@@ -118,6 +115,10 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     if idle < ctx.options.idle_min_share:
         return []
     cores = ctx.slots_per_executor()
+    # Rows, not sums: read again from the trace only when the hint fires.
+    busy_rows = ctx.slot_rows().filter(
+        (pl.col("activity") != "waiting") & (pl.col("end_ns") > pl.col("start_ns"))
+    )
     peak = _peak_busy(busy_rows)
     mean = busy / span
     low, high = math.floor(mean / cores), max(1, math.ceil(peak / cores))

@@ -41,20 +41,32 @@ def _ratio(value: Any, median: Any) -> float | None:
     return float(value) / float(median)
 
 
-def _with_stage_stats(tasks: pl.DataFrame, min_tasks: int) -> pl.DataFrame:
-    by_stage = pl.col("task_id").count().over("stage_id")
-    name, call_site = stage_name(pl.col("operator"))
-    return (
-        tasks.filter(pl.col("stage_id").is_not_null())
-        .with_columns(
-            by_stage.alias("stage_tasks"),
-            pl.col("duration_ns").median().over("stage_id").alias("median_ns"),
-            pl.col("records").median().over("stage_id").alias("median_records"),
-            pl.col("bytes").median().over("stage_id").alias("median_bytes"),
-            name.alias("name"),
-            call_site.alias("call_site"),
+def _critical_with_stage_stats(
+    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr
+) -> pl.DataFrame:
+    """The ``critical`` tasks of stages with ``min_tasks`` tasks or more,
+    each with its stage's task count and medians (in task order)."""
+    stats = (
+        tasks.lazy()
+        .filter(pl.col("stage_id").is_not_null())
+        .group_by("stage_id")
+        .agg(
+            pl.col("task_id").count().alias("stage_tasks"),
+            pl.col("duration_ns").median().alias("median_ns"),
+            pl.col("records").median().alias("median_records"),
+            pl.col("bytes").median().alias("median_bytes"),
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
+    )
+    name, call_site = stage_name(pl.col("operator"))
+    # The few critical tasks are picked before the join and the name
+    # parsing: a long trace has millions of tasks.
+    return (
+        tasks.lazy()
+        .filter(pl.col("stage_id").is_not_null() & critical)
+        .join(stats, on="stage_id", how="inner", maintain_order="left")
+        .with_columns(name.alias("name"), call_site.alias("call_site"))
+        .collect()
     )
 
 
@@ -153,10 +165,10 @@ def task_hints(ctx: Context) -> list[Hint]:
     See ``tests/summaries/test_hints.py``; a balanced trace gives none.
     """
     opts = ctx.options
-    tasks = _with_stage_stats(ctx.tasks, opts.min_stage_tasks)
-    hints: list[Hint] = []
     critical = pl.col("running_cp_share") >= opts.task_min_share
-    for task in tasks.filter(critical).iter_rows(named=True):
+    tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
+    hints: list[Hint] = []
+    for task in tasks.iter_rows(named=True):
         skew = [
             r
             for r in (
@@ -166,7 +178,7 @@ def task_hints(ctx: Context) -> list[Hint]:
             if r is not None
         ]
         if skew and max(skew) >= opts.skew_factor:
-            stage = tasks.filter(pl.col("stage_id") == task["stage_id"])
+            stage = ctx.tasks.filter(pl.col("stage_id") == task["stage_id"])
             durations = sorted(stage["duration_ns"].to_list(), reverse=True)
             hints.append(_hotspot(task, max(skew), durations, ctx))
             continue

@@ -15,12 +15,11 @@ import pytest
 
 from sparktrail.pag import critical_participation, write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag.window_rows import clip, touching
 from sparktrail.summaries.online import (
     OnlinePipeline,
     TraceFileWarning,
-    clip,
     listed_windows,
-    touching,
 )
 from sparktrail.summaries.store import WINDOW_FRAMES, WindowStore, store_dir
 

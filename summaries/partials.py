@@ -1,0 +1,182 @@
+"""Partial sums of a CP table, from which every summary and hint is finished.
+
+A summary is a sum over windows, and the CP of a window depends only on
+that window's rows, so the summaries of a run need not hold its whole CP
+table: :meth:`Partials.of` reduces the CP rows of some windows to small
+per-window (or per-task, per-stage) sums, :meth:`Partials.combine` adds up
+the partials of disjoint sets of windows, and
+:func:`~sparktrail.summaries.pipeline.summaries_from_partials` finishes the
+summaries and hints from them. The batch pipeline computes the partials a
+batch of windows at a time, and the Spark engine has Spark compute them, so
+both finish with the same code.
+
+Assumptions
+-----------
+* Every partial combined covers whole windows (all CP rows of each of its
+  windows) and no window is in two partials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import polars as pl
+
+from ._table import charge, path_windows
+from .activity import activity_partial
+from .communication import channel_partial
+from .operator import operator_partial
+from .straggler import worker_partial
+
+__all__ = ["Partials", "window_stats"]
+
+
+def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per-window stats of an enriched CP table.
+
+    ``window_start_ns, window_end_ns, edges, cp_total, has_paths,
+    active_workers, active_executors``: a worker is active in a window when
+    it has a non-waiting edge of positive length charged to it there (see
+    :mod:`~sparktrail.summaries.straggler`).
+
+    >>> from sparktrail.pag import critical_participation
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-2/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-2/0"], "start_ns": [0, 0],
+    ...     "end_ns": [4, 4], "activity": ["processing", "waiting"]})
+    >>> w = window_stats(charge(critical_participation(t, 4)))
+    >>> w.select("edges", "cp_total", "has_paths", "active_workers").row(0)
+    (2, 1.0, True, 1)
+    """
+    active = (
+        cp.lazy()
+        .filter((pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0))
+        .group_by("window_start_ns")
+        .agg(
+            pl.col("worker").n_unique().alias("active_workers"),
+            pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
+        )
+        .collect()
+    )
+    return (
+        path_windows(cp)
+        .with_columns(pl.col("edges").cast(pl.Int64))
+        .join(active, on="window_start_ns", how="left")
+        .with_columns(
+            pl.col("active_workers", "active_executors").fill_null(0).cast(pl.Int64)
+        )
+        .sort("window_start_ns")
+    )
+
+
+@dataclass(frozen=True)
+class Partials:
+    """The sums of some windows' CP rows that the summaries and hints need.
+
+    Attributes
+    ----------
+    windows
+        :func:`window_stats`.
+    activity, workers, operators, channels
+        :func:`~sparktrail.summaries.activity.activity_partial`,
+        :func:`~sparktrail.summaries.straggler.worker_partial`,
+        :func:`~sparktrail.summaries.operator.operator_partial`,
+        :func:`~sparktrail.summaries.communication.channel_partial`.
+    tasks
+        ``task_id, cp, windows``: a task's CP summed over the windows with
+        paths, and how many of those windows it has an edge in.
+    stages
+        ``stage_id, activity, cp``: CP summed per stage and activity.
+    driver
+        ``edge_index, cp``: CP summed per ``driver`` trace row, for the
+        rows with CP > 0.
+    """
+
+    windows: pl.DataFrame
+    activity: pl.DataFrame
+    workers: pl.DataFrame
+    operators: pl.DataFrame
+    channels: pl.DataFrame
+    tasks: pl.DataFrame
+    stages: pl.DataFrame
+    driver: pl.DataFrame
+
+    @classmethod
+    def of(cls, cp: pl.DataFrame) -> Partials:
+        """The partials of a CP table (enriched or not) of whole windows.
+
+        >>> from sparktrail.pag import critical_participation
+        >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+        ...     "start_ns": [0], "end_ns": [8], "activity": ["processing"],
+        ...     "task_id": [7]})
+        >>> Partials.of(critical_participation(t, 4)).tasks.rows()
+        [(7, 2.0, 2)]
+        """
+        cp = charge(cp)
+        windows = window_stats(cp)
+        return cls(
+            windows=windows,
+            activity=_own_strings(activity_partial(cp)),
+            workers=_own_strings(worker_partial(cp)),
+            operators=_own_strings(operator_partial(cp)),
+            channels=_own_strings(channel_partial(cp)),
+            tasks=_task_partial(cp, windows),
+            stages=_own_strings(
+                cp.group_by("stage_id", "activity").agg(pl.col("cp").sum())
+            ),
+            driver=cp.filter((pl.col("activity") == "driver") & (pl.col("cp") > 0))
+            .group_by("edge_index")
+            .agg(pl.col("cp").sum()),
+        )
+
+    @classmethod
+    def combine(cls, parts: list[Partials]) -> Partials:
+        """The partials of the union of the (disjoint) windows of ``parts``."""
+        if not parts:
+            raise ValueError("combine needs at least one Partials")
+        merged = {
+            f.name: pl.concat(
+                [getattr(p, f.name) for p in parts], how="vertical_relaxed"
+            )
+            for f in fields(cls)
+        }
+        merged["windows"] = merged["windows"].sort("window_start_ns")
+        merged["tasks"] = (
+            merged["tasks"].group_by("task_id").agg(pl.col("cp", "windows").sum())
+        )
+        merged["stages"] = (
+            merged["stages"].group_by("stage_id", "activity").agg(pl.col("cp").sum())
+        )
+        merged["driver"] = (
+            merged["driver"].group_by("edge_index").agg(pl.col("cp").sum())
+        )
+        return cls(**merged)
+
+
+def _own_strings(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with string columns copied out of the CP table's buffers.
+
+    Polars strings are views into shared buffers: a group-by's few names
+    would otherwise keep a whole batch's string buffers alive (about 40 MB
+    a batch of 10^6 rows, measured). The frames are small (a row per
+    window and key), so the copy is cheap.
+    """
+    strings = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    return frame.with_columns(
+        pl.Series(name, frame[name].to_list(), dtype=pl.String) for name in strings
+    )
+
+
+def _task_partial(cp: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    starts = windows.filter("has_paths").select("window_start_ns")
+    return (
+        cp.lazy()
+        .select("window_start_ns", "task_id", "cp")
+        .filter(pl.col("task_id").is_not_null())
+        .join(starts.lazy(), on="window_start_ns", how="semi")
+        .group_by("task_id")
+        .agg(
+            pl.col("cp").sum(),
+            pl.col("window_start_ns").n_unique().cast(pl.Int64).alias("windows"),
+        )
+        .collect()
+    )

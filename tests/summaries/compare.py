@@ -1,0 +1,59 @@
+"""Summaries compared to 1e-9: the check shared by the engine and batch tests."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+from sparktrail.summaries import Summaries
+from sparktrail.summaries.store import SUMMARY_FRAMES
+
+TOL = 1e-9
+#: Compared as frames; the hints are compared on their own (rounded evidence).
+FRAMES = tuple(name for name in SUMMARY_FRAMES if name != "hints")
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in an order that float noise cannot change: by its
+    non-float columns (its float columns break no ties)."""
+    keys = [c for c, t in frame.schema.items() if not t.is_float()]
+    return frame.sort(keys, nulls_last=True) if keys else frame
+
+
+def _same_numbers(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-6)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same_numbers, a, b))
+    return bool(a == b)
+
+
+def assert_same_summaries(spark_side: Summaries, polars_side: Summaries) -> None:
+    """Equal frames (floats to 1e-9, rows compared after sorting), and hints
+    with the same kinds, targets and actions (evidence is rounded JSON)."""
+    assert spark_side.window_ns == polars_side.window_ns
+    assert spark_side.origin_ns == polars_side.origin_ns
+    for name in FRAMES:
+        got, want = getattr(spark_side, name), getattr(polars_side, name)
+        assert got.columns == want.columns, name
+        assert_frame_equal(
+            _sorted(got), _sorted(want), check_exact=False, rel_tol=TOL, abs_tol=TOL
+        )
+    got, want = spark_side.hints, polars_side.hints
+    assert (
+        got.drop("evidence", "cp_share").rows()
+        == want.drop("evidence", "cp_share").rows()
+    )
+    assert_frame_equal(
+        got.select("cp_share"), want.select("cp_share"), rel_tol=TOL, abs_tol=TOL
+    )
+    for a, b in zip(got["evidence"], want["evidence"], strict=True):
+        assert _same_numbers(json.loads(a), json.loads(b)), (a, b)

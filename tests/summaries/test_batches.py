@@ -1,0 +1,156 @@
+"""``summarize`` batch by batch gives what one CP table of the whole trace gives.
+
+The reference is :func:`summaries_from_cp` on the CP table of the whole
+trace (:func:`critical_participation`), which is what ``summarize`` did
+before it took the windows a batch at a time.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparktrail.pag import critical_participation
+from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag.trace import validate_trace
+from sparktrail.summaries import Summaries, summarize
+from sparktrail.summaries.pipeline import summaries_from_cp, window_batches
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "pag"))
+sys.path.insert(0, str(ROOT / "tests" / "summaries"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from compare import assert_same_summaries  # noqa: E402
+from profile_engines import profile_trace  # noqa: E402
+from strategies import traces  # noqa: E402
+
+LOG = ROOT.parent / "shared" / "eventlogs" / "local-1532512550423"
+SECOND = 1_000_000_000
+
+
+def whole(trace: pl.DataFrame, window_ns: int, origin_ns: int | None) -> Summaries:
+    frame = validate_trace(trace)
+    cp = critical_participation(frame, window_ns, origin_ns)
+    return summaries_from_cp(cp, frame, window_ns, origin_ns)
+
+
+def quietly(trace, window_ns, origin_ns=None, batch_rows=1_000_000):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SnapshotWarning)
+        batched = summarize(trace, window_ns, origin_ns, batch_rows=batch_rows)
+        return batched, whole(trace, window_ns, origin_ns)
+
+
+def with_tasks(trace: pl.DataFrame) -> pl.DataFrame:
+    """Task and stage ids on local rows, and some fetch waits, so that the
+    task, stage and shuffle partials have rows."""
+    local = pl.col("src_worker") == pl.col("dst_worker")
+    row = pl.int_range(pl.len())
+    return trace.with_columns(
+        pl.when(local & (pl.col("activity") == "gc"))
+        .then(pl.lit("shuffle_read"))
+        .otherwise(pl.col("activity"))
+        .alias("activity"),
+        pl.when(local).then(row // 3).alias("task_id"),
+        pl.when(local).then(row // 3 % 2).alias("stage_id"),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    trace=traces(),
+    window_ns=st.integers(1, 4),
+    origin=st.integers(-2, 1),
+    batch_rows=st.integers(1, 6),
+)
+def test_random_traces_give_the_same_summaries_in_any_batches(
+    trace: pl.DataFrame, window_ns: int, origin: int, batch_rows: int
+) -> None:
+    # GIVEN a random small trace (instants on window boundaries, clock
+    # noise, rows spanning windows), any window, origin and batch size
+    trace = with_tasks(trace)
+    origin_ns = int(trace["start_ns"].min()) + origin  # type: ignore[arg-type]
+    # WHEN it is summarized batch by batch and from one whole CP table
+    batched, reference = quietly(trace, window_ns, origin_ns, batch_rows)
+    # THEN every summary and hint agrees
+    assert_same_summaries(batched, reference)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 700, 10**9])
+def test_a_barrier_trace_gives_the_same_summaries_in_any_batches(
+    batch_rows: int,
+) -> None:
+    # GIVEN a barrier trace of tasks whose rows cross the windows
+    trace = profile_trace(6_000, workers=8)
+    window_ns = int(trace["end_ns"].max()) // 13 + 1  # type: ignore[operator]
+    # WHEN summarized in batches of one window, a few windows, or all
+    batched, reference = quietly(trace, window_ns, batch_rows=batch_rows)
+    # THEN the summaries agree with those of the whole CP table
+    assert len(window_batches(trace, window_ns, 0, batch_rows)) >= (
+        13 if batch_rows == 1 else 1
+    )
+    assert reference.operator["tasks"].sum() > 100
+    assert_same_summaries(batched, reference)
+
+
+@pytest.mark.skipif(not LOG.exists(), reason="shared event log not present")
+def test_the_shared_event_log_gives_the_same_summaries_in_batches() -> None:
+    # GIVEN a real Spark application's trace (driver intervals, shuffles)
+    from sparktrail.tracer import import_eventlog
+
+    trace = import_eventlog(LOG, progress=False)
+    # WHEN summarized in batches of about 10 rows (1 s windows)
+    batched, reference = quietly(trace, SECOND, batch_rows=10)
+    # THEN it took several batches, and the summaries and hints agree
+    assert len(window_batches(trace, SECOND, 0, 10)) > 3
+    assert not reference.hints.is_empty()
+    assert_same_summaries(batched, reference)
+
+
+def test_batches_cover_every_window_once_and_hold_the_rows_asked_for() -> None:
+    # GIVEN rows starting in windows 0, 0, 1, 3 (the last one ends in 4)
+    t = pl.DataFrame({"start_ns": [0, 3, 5, 13], "end_ns": [1, 4, 6, 18]})
+    # WHEN cut into batches of 2 rows, 1 row, and all rows
+    # THEN the batches tile [first window, last event's window] in order,
+    # each with the rows asked for (a window is never split)
+    assert window_batches(t, 4, 0, 2) == [(0, 4), (4, 20)]
+    assert window_batches(t, 4, 0, 1) == [(0, 4), (4, 12), (12, 20)]
+    assert window_batches(t, 4, 0, 10) == [(0, 20)]
+    # AND a row whose first event is on a boundary counts in the window
+    # before it, which an instant there belongs to
+    on_boundary = pl.DataFrame({"start_ns": [0, 8], "end_ns": [1, 8]})
+    assert window_batches(on_boundary, 4, 0, 1) == [(0, 4), (4, 12)]
+    assert window_batches(t.clear(), 4, 0, 10) == []
+
+
+def test_progress_is_reported_after_each_batch() -> None:
+    trace = profile_trace(2_000, workers=4)
+    window_ns = int(trace["end_ns"].max()) // 7 + 1  # type: ignore[operator]
+    seen: list[tuple[int, int]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SnapshotWarning)
+        summarize(trace, window_ns, batch_rows=500, progress=lambda *a: seen.append(a))
+    total = seen[-1][1]
+    assert total >= 3
+    assert seen == [(i, total) for i in range(1, total + 1)]
+
+
+def test_a_batch_size_must_be_a_positive_integer() -> None:
+    t = pl.DataFrame(
+        {
+            "src_worker": ["a"],
+            "dst_worker": ["a"],
+            "start_ns": [0],
+            "end_ns": [1],
+            "activity": ["processing"],
+        }
+    )
+    with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
+        summarize(t, 1, batch_rows=0)
