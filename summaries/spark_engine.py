@@ -22,17 +22,25 @@ part, cutting the trace into windows and counting their paths, over Spark:
    :func:`~sparktrail.pag.critical_participation` with ``extent_ns`` set to
    the whole trace's first and last event, computes that window's CP,
    which is the window's CP in the whole trace.
-4. The CP rows (``window, edge_index, start_ns, end_ns, weight_ns, cp``)
-   come back through a staging Parquet file (not ``toArrow()``, which
-   would hold a table as long as the trace in the driver's JVM heap), are
-   joined with their trace rows by
-   ``edge_index`` and run through the same summary transforms as the
-   polars engine (:func:`~sparktrail.summaries.pipeline.summaries_from_cp`),
-   so both engines share one definition of every summary and hint.
+4. The CP rows (``window, edge_index, weight_ns, cp`` with the trace
+   columns the summaries group by) are written to a staging Parquet file
+   and Spark SQL reduces them to the per-window sums of
+   :class:`~sparktrail.summaries.partials.Partials` (CP by window and
+   activity, worker, stage, channel; by task; by stage and activity; by
+   driver row), the same group-bys :meth:`Partials.of
+   <sparktrail.summaries.partials.Partials.of>` runs in polars. Only those
+   sums, a few rows per window (and one per task), come back to the driver,
+   through Arrow.
+5. :func:`~sparktrail.summaries.pipeline.summaries_from_partials` finishes
+   the summaries and hints from them, as the polars engine does, so both
+   engines share one definition of every summary and hint.
 
-The trace still passes through the driver (it is validated there and the
-task facts of the operator summary and the hints are read from it); what
-Spark takes over is the per-window PAG work, which dominates the run time.
+The trace still passes through the driver: it is validated there, and the
+task facts of the operator summary and the hints (one row per task, from
+the trace, not the CP) and the shuffle sources are read from it. What Spark
+takes over is the per-window PAG work and every aggregation of CP rows,
+which dominate the run time; the CP table, as long as the trace, never
+reaches the driver.
 
 PySpark is imported only inside functions: the rest of
 :mod:`sparktrail.summaries` works without it.
@@ -61,14 +69,16 @@ from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning, default_origin
 from sparktrail.pag.trace import read_trace, validate_trace
 
+from ._table import EXECUTOR_PATTERN, path_windows
 from .model import HintOptions, Summaries
-from .pipeline import summaries_from_cp
+from .partials import Partials
+from .pipeline import summaries_from_partials, warn_pathless
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["cp_spark", "spark_session", "summarize_spark"]
+__all__ = ["cp_spark", "partials_spark", "spark_session", "summarize_spark"]
 
 #: JVM heap of a session this module starts (local mode: driver = executor).
 DRIVER_MEMORY = "2g"
@@ -82,10 +92,13 @@ _KERNEL_COLUMNS = (
     "src_seq",
     "dst_seq",
 )
+#: Trace columns the summaries group CP rows by, carried through the kernel.
+_SUMMARY_COLUMNS = ("operator", "stage_id", "task_id")
 #: What each window's Arrow function returns.
 _RESULT_SCHEMA = (
     "window_start_ns long, edge_index long, start_ns long, end_ns long, "
-    "weight_ns long, cp double"
+    "weight_ns long, cp double, src_worker string, dst_worker string, "
+    "activity string, operator string, stage_id long, task_id long"
 )
 _RESULT_TYPES: dict[str, pl.DataType] = {
     "window_start_ns": pl.Int64(),
@@ -94,6 +107,12 @@ _RESULT_TYPES: dict[str, pl.DataType] = {
     "end_ns": pl.Int64(),
     "weight_ns": pl.Int64(),
     "cp": pl.Float64(),
+    "src_worker": pl.String(),
+    "dst_worker": pl.String(),
+    "activity": pl.String(),
+    "operator": pl.String(),
+    "stage_id": pl.Int64(),
+    "task_id": pl.Int64(),
 }
 
 
@@ -191,7 +210,7 @@ def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
     )
     return exploded.withColumn(
         "anchors", F.col("window") <= F.col("_anchor_last")
-    ).select("window", "edge_index", *_KERNEL_COLUMNS, "anchors")
+    ).select("window", "edge_index", *_KERNEL_COLUMNS, *_SUMMARY_COLUMNS, "anchors")
 
 
 def _window_cp(
@@ -210,7 +229,7 @@ def _window_cp(
     rows = pl.from_arrow(table)
     assert isinstance(rows, pl.DataFrame)
     if not rows["anchors"].any():
-        return pl.DataFrame(schema=_RESULT_TYPES).to_arrow()
+        return _arrow(pl.DataFrame(schema=_RESULT_TYPES))
     ts = origin_ns + k * window_ns
     te = ts + window_ns
     rows = rows.sort("edge_index")
@@ -236,17 +255,82 @@ def _window_cp(
         warnings.simplefilter("ignore", SnapshotWarning)
         cp = critical_participation(clipped, window_ns, ts, extent_ns=extent_ns)
     cp = cp.filter(pl.col("window_start_ns") == ts)
-    return pl.DataFrame(
+    edge = cp["edge_index"]
+    result = pl.DataFrame(
         {
             "window_start_ns": cp["window_start_ns"],
-            "edge_index": rows["edge_index"].gather(cp["edge_index"]),
+            "edge_index": rows["edge_index"].gather(edge),
             "start_ns": cp["start_ns"],
             "end_ns": cp["end_ns"],
             "weight_ns": cp["weight_ns"],
             "cp": cp["cp"],
+            **{
+                c: rows[c].gather(edge)
+                for c in ("src_worker", "dst_worker", "activity", *_SUMMARY_COLUMNS)
+            },
         },
         schema=_RESULT_TYPES,
-    ).to_arrow()
+    )
+    return _arrow(result)
+
+
+def _check(window_ns: object) -> None:
+    if isinstance(window_ns, bool) or not isinstance(window_ns, int) or window_ns <= 0:
+        raise ValueError(f"window_ns must be a positive integer, got {window_ns!r}")
+
+
+def _origin(frame: pl.DataFrame, window_ns: int, origin_ns: int | None) -> int:
+    if origin_ns is not None:
+        return origin_ns
+    first = frame["start_ns"].min()
+    return default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
+
+
+def _extent(frame: pl.DataFrame) -> tuple[int, int]:
+    bounds = frame.select(
+        pl.min_horizontal(pl.col("start_ns").min(), pl.col("end_ns").min()).alias("a"),
+        pl.max_horizontal(pl.col("start_ns").max(), pl.col("end_ns").max()).alias("b"),
+    ).row(0)
+    return int(bounds[0]), int(bounds[1])
+
+
+def _cp_rows(
+    session: SparkSession, frame: pl.DataFrame, window_ns: int, origin_ns: int, tmp: str
+) -> DataFrame:
+    """The CP rows of every window, computed by Spark and staged as Parquet.
+
+    Columns of :data:`_RESULT_SCHEMA`; ``edge_index`` is the trace row.
+    """
+    extent = _extent(frame)
+    path = os.path.join(tmp, "trace.parquet")
+    frame.select(*_KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
+        "edge_index"
+    ).with_columns(pl.col("edge_index").cast(pl.Int64)).write_parquet(path)
+    pieces = _pieces(session.read.parquet(path), window_ns, origin_ns)
+    # A lambda, not a functools.partial: pyspark infers the UDF kind from
+    # the function's signature, and fails on a partial's.
+    result = pieces.groupBy("window").applyInArrow(
+        lambda key, table: _window_cp(window_ns, origin_ns, extent, key, table),
+        _RESULT_SCHEMA,
+    )
+    # Staged, not cached: the rows are read by several queries, and the
+    # table is as long as the trace (the JVM heap would not hold it).
+    out = os.path.join(tmp, "cp.parquet")
+    result.write.parquet(out)
+    return session.read.schema(_RESULT_SCHEMA).parquet(out)
+
+
+def _arrow(frame: pl.DataFrame) -> pa.Table:
+    """``frame`` as Arrow with the plain ``string`` type Spark's schema has
+    (polars exports strings as ``large_string``)."""
+    import pyarrow as pa
+
+    table = frame.to_arrow()
+    plain = [
+        pa.field(f.name, pa.string()) if pa.types.is_large_string(f.type) else f
+        for f in table.schema
+    ]
+    return table.cast(pa.schema(plain))
 
 
 def cp_spark(
@@ -277,43 +361,18 @@ def cp_spark(
     polars.DataFrame
         The CP table, equal to the polars engine's (same rows and order).
     """
-    if isinstance(window_ns, bool) or not isinstance(window_ns, int) or window_ns <= 0:
-        raise ValueError(f"window_ns must be a positive integer, got {window_ns!r}")
+    _check(window_ns)
     frame = validate_trace(trace)
-    if origin_ns is None:
-        first = frame["start_ns"].min()
-        origin_ns = default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
+    origin = _origin(frame, window_ns, origin_ns)
     if frame.is_empty():
-        return critical_participation(frame, window_ns, origin_ns)
-    bounds = frame.select(
-        pl.min_horizontal(pl.col("start_ns").min(), pl.col("end_ns").min()).alias(
-            "first"
-        ),
-        pl.max_horizontal(pl.col("start_ns").max(), pl.col("end_ns").max()).alias(
-            "last"
-        ),
-    ).row(0)
-    extent = (int(bounds[0]), int(bounds[1]))
-    origin = origin_ns
+        return critical_participation(frame, window_ns, origin)
     session, created = spark_session(spark)
     try:
         with tempfile.TemporaryDirectory(dir=staging_dir) as tmp:
-            path = os.path.join(tmp, "trace.parquet")
-            frame.select(_KERNEL_COLUMNS).with_row_index("edge_index").with_columns(
-                pl.col("edge_index").cast(pl.Int64)
-            ).write_parquet(path)
-            pieces = _pieces(session.read.parquet(path), window_ns, origin_ns)
-            # A lambda, not a functools.partial: pyspark infers the UDF kind
-            # from the function's signature, and fails on a partial's.
-            result = pieces.groupBy("window").applyInArrow(
-                lambda key, table: _window_cp(window_ns, origin, extent, key, table),
-                _RESULT_SCHEMA,
-            )
+            _cp_rows(session, frame, window_ns, origin, tmp)
             # Through Parquet, not toArrow(): the CP table is as long as the
             # trace, and collecting it would hold it all in the driver's JVM.
-            out = os.path.join(tmp, "cp.parquet")
-            result.write.parquet(out)
-            parts = sorted(glob.glob(os.path.join(out, "*.parquet")))
+            parts = sorted(glob.glob(os.path.join(tmp, "cp.parquet", "*.parquet")))
             table = (
                 pl.read_parquet(parts, schema=_RESULT_TYPES)
                 if parts
@@ -324,41 +383,174 @@ def cp_spark(
             session.stop()
     assert isinstance(table, pl.DataFrame)
     table = table.cast(_RESULT_TYPES).sort("window_start_ns", "edge_index")  # type: ignore[arg-type]
-    copied = frame.select(
-        "src_worker", "dst_worker", "activity", "operator", "stage_id", "task_id"
-    )[table["edge_index"]]
-    cp = pl.DataFrame(
-        {
-            "window_start_ns": table["window_start_ns"],
-            "window_end_ns": table["window_start_ns"] + window_ns,
-            "edge_index": table["edge_index"],
-            "src_worker": copied["src_worker"],
-            "dst_worker": copied["dst_worker"],
-            "start_ns": table["start_ns"],
-            "end_ns": table["end_ns"],
-            "activity": copied["activity"],
-            "operator": copied["operator"],
-            "stage_id": copied["stage_id"],
-            "task_id": copied["task_id"],
-            "weight_ns": table["weight_ns"],
-            "cp": table["cp"],
-        }
+    cp = table.select(
+        "window_start_ns",
+        (pl.col("window_start_ns") + window_ns).alias("window_end_ns"),
+        "edge_index",
+        "src_worker",
+        "dst_worker",
+        "start_ns",
+        "end_ns",
+        "activity",
+        "operator",
+        "stage_id",
+        "task_id",
+        "weight_ns",
+        "cp",
     )
-    _warn_pathless(cp)
+    warn_pathless(path_windows(cp), stacklevel=2)
     return cp
 
 
-def _warn_pathless(cp: pl.DataFrame) -> None:
-    totals = cp.group_by("window_start_ns").agg(pl.col("cp").sum())
-    empty = totals.filter(pl.col("cp") == 0.0)
-    if len(empty):
-        first = int(empty["window_start_ns"].min())  # type: ignore[arg-type]
-        warnings.warn(
-            f"{len(empty)} of {len(totals)} windows have no path from start to "
-            f"end (first at window_start_ns={first}); their CP is 0",
-            SnapshotWarning,
-            stacklevel=3,
-        )
+#: Spark SQL for the columns :func:`~sparktrail.summaries._table.charge` adds.
+_CHARGE = {
+    "is_local": "src_worker = dst_worker",
+    "worker": "CASE WHEN src_worker = dst_worker THEN src_worker ELSE dst_worker END",
+}
+_EXECUTOR_SQL = (
+    "CASE WHEN worker = 'driver' THEN CAST(NULL AS STRING) "
+    f"WHEN worker RLIKE '{EXECUTOR_PATTERN}' "
+    f"THEN regexp_extract(worker, '{EXECUTOR_PATTERN}', 1) ELSE worker END"
+)
+_BUSY = "(activity <> 'waiting' AND weight_ns > 0)"
+
+
+def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    out = rows.withColumn("window_end_ns", F.col("window_start_ns") + F.lit(window_ns))
+    for name, sql in _CHARGE.items():
+        out = out.withColumn(name, F.expr(sql))
+    return out.withColumn("executor", F.expr(_EXECUTOR_SQL)).withColumn(
+        "cp_ns", F.expr(f"cp * {window_ns}D")
+    )
+
+
+def _spark_partials(cp: DataFrame) -> dict[str, list[DataFrame]]:
+    """Spark queries for each :class:`Partials` frame (their rows concatenate)."""
+    from pyspark.sql import functions as F
+
+    window = ["window_start_ns", "window_end_ns"]
+    sums = [
+        F.sum("cp").alias("cp_share"),
+        F.sum("cp_ns").alias("cp_ns"),
+        F.sum("weight_ns").alias("time_ns"),
+    ]
+    channel_sums = [
+        F.sum("cp").alias("cp"),
+        F.sum("cp_ns").alias("cp_ns"),
+        F.count(F.lit(1)).alias("edges"),
+    ]
+    busy = F.expr(_BUSY)
+    windows = cp.groupBy(*window).agg(
+        F.count(F.lit(1)).alias("edges"),
+        F.sum("cp").alias("cp_total"),
+        F.countDistinct(F.when(busy, F.col("worker"))).alias("active_workers"),
+        F.countDistinct(F.when(busy, F.col("executor"))).alias("active_executors"),
+    )
+    with_paths = windows.filter("cp_total > 0").select("window_start_ns")
+    messages = (
+        cp.filter("NOT is_local")
+        .groupBy(*window, "src_worker", "worker", "activity")
+        .agg(*channel_sums)
+        .withColumn("read", F.lit(False))
+        .withColumn("stage_id", F.lit(None).cast("long"))
+    )
+    reads = (
+        cp.filter("activity = 'shuffle_read'")
+        .groupBy(*window, "stage_id", "worker")
+        .agg(*channel_sums)
+        .withColumn("read", F.lit(True))
+        .withColumn("src_worker", F.lit(None).cast("string"))
+        .withColumn("activity", F.lit("shuffle"))
+    )
+    return {
+        "windows": [windows.withColumn("has_paths", F.expr("cp_total > 0"))],
+        "activity": [cp.groupBy(*window, "activity").agg(*sums)],
+        "workers": [
+            cp.groupBy(*window, "worker").agg(
+                F.max("executor").alias("executor"),
+                F.sum("cp").alias("cp_share"),
+                F.sum("cp_ns").alias("cp_ns"),
+                F.sum(
+                    F.when(busy & F.col("is_local"), F.col("weight_ns")).otherwise(0)
+                ).alias("busy_ns"),
+                F.bool_or(busy).alias("busy"),
+            )
+        ],
+        "operators": [cp.groupBy(*window, "operator", "stage_id").agg(*sums)],
+        "channels": [messages, reads],
+        "tasks": [
+            cp.filter("task_id IS NOT NULL")
+            .join(with_paths, on="window_start_ns", how="left_semi")
+            .groupBy("task_id")
+            .agg(
+                F.sum("cp").alias("cp"),
+                F.countDistinct("window_start_ns").alias("windows"),
+            )
+        ],
+        "stages": [cp.groupBy("stage_id", "activity").agg(F.sum("cp").alias("cp"))],
+        "driver": [
+            cp.filter("activity = 'driver' AND cp > 0")
+            .groupBy("edge_index")
+            .agg(F.sum("cp").alias("cp"))
+        ],
+    }
+
+
+def _collect(queries: list[DataFrame], like: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``queries`` as one polars frame of ``like``'s schema."""
+    frames = []
+    for query in queries:
+        got = pl.from_arrow(query.toArrow())
+        assert isinstance(got, pl.DataFrame)
+        frames.append(got.select(like.columns).cast(like.schema))  # type: ignore[arg-type]
+    return pl.concat([like, *frames])
+
+
+def partials_spark(
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None = None,
+    *,
+    spark: SparkSession | None = None,
+    staging_dir: str | os.PathLike[str] | None = None,
+) -> Partials:
+    """The :class:`Partials` of a trace, computed and aggregated by Spark.
+
+    Parameters
+    ----------
+    trace
+        A validated trace frame.
+    window_ns, origin_ns, spark, staging_dir
+        As for :func:`cp_spark`.
+
+    Returns
+    -------
+    Partials
+        Equal (to float rounding) to ``Partials.of`` of the whole CP table.
+    """
+    _check(window_ns)
+    frame = validate_trace(trace)
+    origin = _origin(frame, window_ns, origin_ns)
+    # The schemas every frame must have, from the polars definition.
+    empty = Partials.of(critical_participation(frame.clear(), window_ns, origin))
+    if frame.is_empty():
+        return empty
+    session, created = spark_session(spark)
+    try:
+        with tempfile.TemporaryDirectory(dir=staging_dir) as tmp:
+            cp = _charged(_cp_rows(session, frame, window_ns, origin, tmp), window_ns)
+            queries = _spark_partials(cp)
+            collected = {
+                name: _collect(parts, getattr(empty, name))
+                for name, parts in queries.items()
+            }
+    finally:
+        if created:
+            session.stop()
+    collected["windows"] = collected["windows"].sort("window_start_ns")
+    return Partials(**collected)
 
 
 def summarize_spark(
@@ -392,5 +584,8 @@ def summarize_spark(
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )
-    cp = cp_spark(frame, window_ns, origin_ns, spark=spark, staging_dir=staging_dir)
-    return summaries_from_cp(cp, frame, window_ns, origin_ns, options)
+    partials = partials_spark(
+        frame, window_ns, origin_ns, spark=spark, staging_dir=staging_dir
+    )
+    warn_pathless(partials.windows, stacklevel=2)
+    return summaries_from_partials(partials, frame, window_ns, origin_ns, options)
