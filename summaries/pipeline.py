@@ -27,6 +27,7 @@ from .straggler import executor_from_partial, straggler_from_partial
 
 __all__ = [
     "BATCH_ROWS",
+    "Progress",
     "summaries_from_cp",
     "summaries_from_partials",
     "summarize",

@@ -29,6 +29,7 @@ from sparktrail.dashboard.report import (
 )
 from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
 from sparktrail.summaries import Summaries, summarize
+from sparktrail.summaries.pipeline import Progress
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
 from ._options import add_window
@@ -130,8 +131,15 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
     return _import(path), "event log"
 
 
-def summarize_with(engine: str, trace: pl.DataFrame, window_ns: int) -> Summaries:
+def summarize_with(
+    engine: str,
+    trace: pl.DataFrame,
+    window_ns: int,
+    progress: Progress | None = None,
+) -> Summaries:
     """Run the summaries of ``trace`` on ``engine`` (``polars`` or ``spark``).
+
+    ``progress(done, batches)`` follows the polars engine's window batches.
 
     Raises
     ------
@@ -139,7 +147,7 @@ def summarize_with(engine: str, trace: pl.DataFrame, window_ns: int) -> Summarie
         If the spark engine cannot be imported (module or pyspark missing).
     """
     if engine != "spark":
-        return summarize(trace, window_ns)
+        return summarize(trace, window_ns, progress=progress)
     try:
         from sparktrail.summaries.spark_engine import summarize_spark
 
@@ -176,6 +184,11 @@ class _Steps:
         advance = 1 if self._started else 0
         self._started = True
         self._bar.update(self._task, description=description, advance=advance)
+
+    def detail(self, description: str) -> None:
+        """Change the current step's description (no step ends)."""
+        if self._bar is not None:
+            self._bar.update(self._task, description=description)
 
 
 @contextmanager
@@ -248,7 +261,14 @@ def run(args: argparse.Namespace) -> int:
         if trace.is_empty():
             raise ValueError(f"{args.input}: the trace holds no rows")
         steps.step("summaries and hints")
-        summaries = summarize_with(args.engine, trace, args.window)
+        summaries = summarize_with(
+            args.engine,
+            trace,
+            args.window,
+            lambda done, total: steps.detail(
+                f"summaries and hints: batch {done}/{total}"
+            ),
+        )
         steps.step("critical path of the busiest window")
         window = most_critical_window(summaries)
         cp = window_cp(trace, *window) if window else trace.clear()

@@ -7,14 +7,17 @@ import os
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 from sparktrail import summarize
-from sparktrail.cli import main
+from sparktrail.cli import main, profile
 from sparktrail.cli.profile import hints_json
 from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES
 from sparktrail.pag.trace import write_trace
@@ -249,3 +252,30 @@ def test_progress_bar_on_a_terminal_keeps_stdout_clean(
     assert main(["profile", str(LOG), "-o", str(tmp_path), "--json"]) == 0
     # THEN stdout still holds nothing but the JSON hints
     assert isinstance(json.loads(capsys.readouterr().out), list)
+
+
+def test_the_summary_step_shows_its_window_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a progress bar that records every description it is given
+    descriptions: list[str] = []
+
+    class Bar:
+        def add_task(self, description: str, total: int) -> int:
+            return 0
+
+        def update(self, task: int, **fields: Any) -> None:
+            if "description" in fields:
+                descriptions.append(fields["description"])
+
+    @contextmanager
+    def recording(show: bool) -> Iterator[profile._Steps]:
+        yield profile._Steps(Bar())
+
+    monkeypatch.setattr(profile, "_progress", recording)
+    # WHEN profile runs on the polars engine
+    assert main(["profile", str(LOG), "-o", str(tmp_path)]) == 0
+    # THEN the summary step counted its window batches, then moved on
+    batches = [d for d in descriptions if "batch" in d]
+    assert batches and batches[-1].startswith("summaries and hints: batch 1/")
+    assert descriptions.index(batches[-1]) < len(descriptions) - 1
