@@ -24,13 +24,13 @@ part, cutting the trace into windows and counting their paths, over Spark:
    which is the window's CP in the whole trace.
 4. The CP rows (``window, edge_index, weight_ns, cp`` with the trace
    columns the summaries group by) are written to a staging Parquet file
-   and Spark SQL reduces them to the per-window sums of
-   :class:`~sparktrail.summaries.partials.Partials` (CP by window and
-   activity, worker, stage, channel; by task; by stage and activity; by
-   driver row), the same group-bys :meth:`Partials.of
-   <sparktrail.summaries.partials.Partials.of>` runs in polars. Only those
-   sums, a few rows per window (and one per task), come back to the driver,
-   through Arrow.
+   and Spark SQL reduces them, in four aggregations, to the sums of
+   :class:`~sparktrail.summaries.partials.Partials`: one fine grouping (by
+   window, worker, locality, activity and stage, from which the window,
+   activity, worker, stage and shuffle-read partials follow by summing
+   further), messages by sender, CP per task over the windows with paths,
+   and CP per driver row. Only those sums, a few rows per window (and one
+   per task), come back to the driver, through Arrow.
 5. :func:`~sparktrail.summaries.pipeline.summaries_from_partials` finishes
    the summaries and hints from them, as the polars engine does, so both
    engines share one definition of every summary and hint.
@@ -426,86 +426,140 @@ def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
     )
 
 
-def _spark_partials(cp: DataFrame) -> dict[str, list[DataFrame]]:
-    """Spark queries for each :class:`Partials` frame (their rows concatenate)."""
+def _fine_query(cp: DataFrame) -> DataFrame:
+    """CP rows summed per (window, worker, locality, activity, stage).
+
+    The one scan most partials are derived from (:func:`_from_fine`):
+    grouping by all their keys at once reads the staged CP rows once
+    instead of once per partial.
+    """
     from pyspark.sql import functions as F
 
-    window = ["window_start_ns", "window_end_ns"]
-    sums = [
-        F.sum("cp").alias("cp_share"),
-        F.sum("cp_ns").alias("cp_ns"),
-        F.sum("weight_ns").alias("time_ns"),
-    ]
-    channel_sums = [
+    return cp.groupBy(
+        "window_start_ns",
+        "window_end_ns",
+        "worker",
+        "is_local",
+        "activity",
+        "operator",
+        "stage_id",
+    ).agg(
+        F.max("executor").alias("executor"),
         F.sum("cp").alias("cp"),
         F.sum("cp_ns").alias("cp_ns"),
+        F.sum("weight_ns").alias("weight_ns"),
         F.count(F.lit(1)).alias("edges"),
-    ]
-    busy = F.expr(_BUSY)
-    windows = cp.groupBy(*window).agg(
-        F.count(F.lit(1)).alias("edges"),
-        F.sum("cp").alias("cp_total"),
-        F.countDistinct(F.when(busy, F.col("worker"))).alias("active_workers"),
-        F.countDistinct(F.when(busy, F.col("executor"))).alias("active_executors"),
+        F.bool_or(F.expr(_BUSY)).alias("busy"),
     )
-    with_paths = windows.filter("cp_total > 0").select("window_start_ns")
-    messages = (
-        cp.filter("NOT is_local")
-        .groupBy(*window, "src_worker", "worker", "activity")
-        .agg(*channel_sums)
-        .withColumn("read", F.lit(False))
-        .withColumn("stage_id", F.lit(None).cast("long"))
+
+
+def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The partials that :func:`_fine_query`'s sums determine.
+
+    The same definitions as :meth:`Partials.of`, summed in two steps: a
+    group of rows is busy when one of its rows is (non-waiting, positive
+    weight), and a local non-waiting group's weight is its busy time (its
+    other rows weigh 0).
+    """
+    window = ["window_start_ns", "window_end_ns"]
+    sums = (
+        pl.col("cp").sum().alias("cp_share"),
+        pl.col("cp_ns").sum(),
+        pl.col("weight_ns").sum().alias("time_ns"),
     )
+    busy = fine.filter("busy")
+    active = busy.group_by("window_start_ns").agg(
+        pl.col("worker").n_unique().alias("active_workers"),
+        pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
+    )
+    windows = (
+        fine.group_by(*window)
+        .agg(pl.col("edges").sum(), pl.col("cp").sum().alias("cp_total"))
+        .with_columns((pl.col("cp_total") > 0).alias("has_paths"))
+        .join(active, on="window_start_ns", how="left")
+        .with_columns(pl.col("active_workers", "active_executors").fill_null(0))
+    )
+    local_busy = pl.col("is_local") & (pl.col("activity") != "waiting")
     reads = (
-        cp.filter("activity = 'shuffle_read'")
-        .groupBy(*window, "stage_id", "worker")
-        .agg(*channel_sums)
-        .withColumn("read", F.lit(True))
-        .withColumn("src_worker", F.lit(None).cast("string"))
-        .withColumn("activity", F.lit("shuffle"))
+        fine.filter(pl.col("activity") == "shuffle_read")
+        .group_by(*window, "stage_id", "worker")
+        .agg(pl.col("cp", "cp_ns", "edges").sum())
+        .with_columns(
+            pl.lit(True).alias("read"),
+            pl.lit(None, pl.String).alias("src_worker"),
+            pl.lit("shuffle").alias("activity"),
+        )
     )
     return {
-        "windows": [windows.withColumn("has_paths", F.expr("cp_total > 0"))],
-        "activity": [cp.groupBy(*window, "activity").agg(*sums)],
-        "workers": [
-            cp.groupBy(*window, "worker").agg(
-                F.max("executor").alias("executor"),
-                F.sum("cp").alias("cp_share"),
-                F.sum("cp_ns").alias("cp_ns"),
-                F.sum(
-                    F.when(busy & F.col("is_local"), F.col("weight_ns")).otherwise(0)
-                ).alias("busy_ns"),
-                F.bool_or(busy).alias("busy"),
-            )
-        ],
-        "operators": [cp.groupBy(*window, "operator", "stage_id").agg(*sums)],
-        "channels": [messages, reads],
-        "tasks": [
-            cp.filter("task_id IS NOT NULL")
-            .join(with_paths, on="window_start_ns", how="left_semi")
-            .groupBy("task_id")
-            .agg(
-                F.sum("cp").alias("cp"),
-                F.countDistinct("window_start_ns").alias("windows"),
-            )
-        ],
-        "stages": [cp.groupBy("stage_id", "activity").agg(F.sum("cp").alias("cp"))],
-        "driver": [
-            cp.filter("activity = 'driver' AND cp > 0")
-            .groupBy("edge_index")
-            .agg(F.sum("cp").alias("cp"))
-        ],
+        "windows": windows,
+        "activity": fine.group_by(*window, "activity").agg(*sums),
+        "operators": fine.group_by(*window, "operator", "stage_id").agg(*sums),
+        "stages": fine.group_by("stage_id", "activity").agg(pl.col("cp").sum()),
+        "workers": fine.group_by(*window, "worker").agg(
+            pl.col("executor").max(),
+            pl.col("cp").sum().alias("cp_share"),
+            pl.col("cp_ns").sum(),
+            pl.col("weight_ns").filter(local_busy).sum().alias("busy_ns"),
+            pl.col("busy").any(),
+        ),
+        "reads": reads,
     }
 
 
-def _collect(queries: list[DataFrame], like: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``queries`` as one polars frame of ``like``'s schema."""
-    frames = []
-    for query in queries:
-        got = pl.from_arrow(query.toArrow())
-        assert isinstance(got, pl.DataFrame)
-        frames.append(got.select(like.columns).cast(like.schema))  # type: ignore[arg-type]
-    return pl.concat([like, *frames])
+def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFrame]:
+    """Every :class:`Partials` frame, from four Spark aggregations of ``cp``.
+
+    One fine grouping (:func:`_fine_query`) gives the window, activity,
+    worker, stage and shuffle-read partials; messages (by sender), tasks
+    (over the windows with paths) and driver rows have a query each.
+    """
+    from pyspark.sql import functions as F
+
+    window = ["window_start_ns", "window_end_ns"]
+    derived = _from_fine(_fetch(_fine_query(cp)))
+    messages = _fetch(
+        cp.filter("NOT is_local")
+        .groupBy(*window, "src_worker", "worker", "activity")
+        .agg(
+            F.sum("cp").alias("cp"),
+            F.sum("cp_ns").alias("cp_ns"),
+            F.count(F.lit(1)).alias("edges"),
+        )
+    ).with_columns(
+        pl.lit(False).alias("read"), pl.lit(None, pl.Int64).alias("stage_id")
+    )
+    starts = derived["windows"].filter("has_paths")["window_start_ns"].to_list()
+    with_paths = session.createDataFrame(
+        [(int(start),) for start in starts], "window_start_ns long"
+    )
+    tasks = (
+        cp.filter("task_id IS NOT NULL")
+        .join(F.broadcast(with_paths), on="window_start_ns", how="left_semi")
+        .groupBy("task_id")
+        .agg(
+            F.sum("cp").alias("cp"),
+            F.countDistinct("window_start_ns").alias("windows"),
+        )
+    )
+    driver = (
+        cp.filter("activity = 'driver' AND cp > 0")
+        .groupBy("edge_index")
+        .agg(F.sum("cp").alias("cp"))
+    )
+    reads = derived.pop("reads")
+    return {
+        **derived,
+        "channels": pl.concat([messages, reads], how="diagonal_relaxed"),
+        "tasks": _fetch(tasks),
+        "driver": _fetch(driver),
+    }
+
+
+def _fetch(query: DataFrame) -> pl.DataFrame:
+    """A (small) Spark result as a polars frame, through Arrow."""
+    got = pl.from_arrow(query.toArrow())
+    assert isinstance(got, pl.DataFrame)
+    return got
 
 
 def partials_spark(
@@ -541,14 +595,17 @@ def partials_spark(
     try:
         with tempfile.TemporaryDirectory(dir=staging_dir) as tmp:
             cp = _charged(_cp_rows(session, frame, window_ns, origin, tmp), window_ns)
-            queries = _spark_partials(cp)
-            collected = {
-                name: _collect(parts, getattr(empty, name))
-                for name, parts in queries.items()
-            }
+            sums = _spark_partials(session, cp)
     finally:
         if created:
             session.stop()
+    # Each frame in the schema Partials.of gives it in polars.
+    collected = {
+        name: pl.concat(
+            [like, sums[name].select(like.columns).cast(like.schema)]  # type: ignore[arg-type]
+        )
+        for name, like in ((f, getattr(empty, f)) for f in sums)
+    }
     collected["windows"] = collected["windows"].sort("window_start_ns")
     return Partials(**collected)
 
