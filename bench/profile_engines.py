@@ -17,6 +17,19 @@ Run (from the repository root)::
     .venv/bin/python bench/profile_engines.py --sizes 1e5 1e6 1e7 \
         --engines polars spark --timeout 600
 
+Old against new, side by side: ``--baseline DIR --repeat 3`` also runs each
+(size, engine) with ``DIR`` first on ``PYTHONPATH``, alternating with the
+checkout, and reports medians. ``DIR`` holds an older version as an
+importable ``sparktrail`` package, e.g. from a worktree of commit C::
+
+    git worktree add /tmp/old C && mkdir -p /tmp/oldpkg
+    cp -r /tmp/old/sparktrail /tmp/oldpkg/
+    for d in tracer pag summaries dashboard; do
+        ln -s /tmp/old/$d /tmp/oldpkg/sparktrail/$d; done
+
+(the runs start in the temporary directory, so the checkout's own
+``sparktrail`` folder does not shadow ``DIR``).
+
 Needs ``psutil`` (dev extra) and, for the Spark engine, ``pyspark`` with
 ``pandas`` (PySpark's Arrow UDFs import it) and Java 17+.
 """
@@ -25,6 +38,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +70,7 @@ class Run:
     status: str
     seconds: float
     peak_rss_bytes: int
+    version: str = "checkout"
 
 
 def profile_trace(n_rows: int, workers: int = 16) -> pl.DataFrame:
@@ -91,9 +107,19 @@ def _tree_rss(root: int) -> int:
 
 
 def run_profile(
-    trace: Path, out: Path, window_ns: int, engine: str, timeout: float
+    trace: Path,
+    out: Path,
+    window_ns: int,
+    engine: str,
+    timeout: float,
+    pythonpath: str | None = None,
 ) -> tuple[str, float, int]:
-    """Profile ``trace`` in a fresh process: status, seconds, peak tree RSS."""
+    """Profile ``trace`` in a fresh process: status, seconds, peak tree RSS.
+
+    ``pythonpath``: put this directory first on the child's import path
+    (an older ``sparktrail`` to compare with); the child then starts in
+    ``out``'s parent directory.
+    """
     command = [
         sys.executable,
         "-m",
@@ -108,8 +134,18 @@ def run_profile(
         engine,
     ]
     start = time.perf_counter()
+    env = dict(os.environ)
+    cwd = None
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+        cwd = out.parent
     proc = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
     )
     peak = 0
     status = "ok"
@@ -129,15 +165,22 @@ def run_profile(
 
 
 def table(runs: list[Run]) -> str:
-    """The runs as a Markdown table."""
+    """The runs as a Markdown table: medians per (rows, engine, version)."""
     lines = [
-        "| rows | engine | status | wall time (s) | peak RSS, process tree (MiB) |",
-        "|---:|---|---|---:|---:|",
+        "| rows | engine | version | runs | status | wall time (s) "
+        "| peak RSS, process tree (MiB) |",
+        "|---:|---|---|---:|---|---:|---:|",
     ]
+    groups: dict[tuple[int, str, str], list[Run]] = {}
     for r in runs:
+        groups.setdefault((r.rows, r.engine, r.version), []).append(r)
+    for (rows, engine, version), group in groups.items():
+        seconds = statistics.median(r.seconds for r in group)
+        peak = statistics.median(r.peak_rss_bytes for r in group)
+        status = ",".join(sorted({r.status for r in group}))
         lines.append(
-            f"| {r.rows:,} | {r.engine} | {r.status} | {r.seconds:.1f} | "
-            f"{r.peak_rss_bytes / 2**20:.0f} |"
+            f"| {rows:,} | {engine} | {version} | {len(group)} | {status} | "
+            f"{seconds:.1f} | {peak / 2**20:.0f} |"
         )
     return "\n".join(lines)
 
@@ -154,7 +197,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="seconds per run before kill"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="an older sparktrail package tree to run side by side (see above)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each")
     args = parser.parse_args(argv)
+    versions: list[tuple[str, str | None]] = [("checkout", None)]
+    if args.baseline is not None:
+        versions.insert(0, ("baseline", str(args.baseline.resolve())))
     runs: list[Run] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
@@ -166,17 +218,19 @@ def main(argv: list[str] | None = None) -> None:
             window_ns = max(1, -(-span // WINDOWS))
             del trace
             for engine in args.engines:
-                out = Path(tmp) / f"out-{rows}-{engine}"
-                status, seconds, peak = run_profile(
-                    path, out, window_ns, engine, args.timeout
-                )
-                runs.append(Run(rows, engine, status, seconds, peak))
-                print(
-                    f"{rows:,} rows, {engine}: {status}, {seconds:.1f} s, "
-                    f"{peak / 2**20:.0f} MiB",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                for _ in range(args.repeat):
+                    for version, pythonpath in versions:
+                        out = Path(tmp) / f"out-{rows}-{engine}-{version}"
+                        status, seconds, peak = run_profile(
+                            path, out, window_ns, engine, args.timeout, pythonpath
+                        )
+                        runs.append(Run(rows, engine, status, seconds, peak, version))
+                        print(
+                            f"{rows:,} rows, {engine}, {version}: {status}, "
+                            f"{seconds:.1f} s, {peak / 2**20:.0f} MiB",
+                            file=sys.stderr,
+                            flush=True,
+                        )
             path.unlink()
     print(table(runs))
 

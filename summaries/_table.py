@@ -143,7 +143,7 @@ def whole_run(
 
 #: Trace rows per task-facts group-by (its hash tables and per-group
 #: state take several times the rows' own size).
-TASK_CHUNK_ROWS = 2_000_000
+TASK_CHUNK_ROWS = 1000000
 
 
 def task_facts(trace: pl.DataFrame) -> pl.DataFrame:

@@ -619,7 +619,7 @@ def summarize_spark(
     spark: SparkSession | None = None,
     staging_dir: str | os.PathLike[str] | None = None,
 ) -> Summaries:
-    """Compute every summary and hint of a trace, with CP computed on Spark.
+    """Every summary and hint of a trace, CP and its sums computed by Spark.
 
     Parameters
     ----------
