@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -95,6 +96,26 @@ def _run_workloads(spark: Any) -> None:
         print(f"  ran {name} in {time.perf_counter() - start:.1f} s", flush=True)
 
 
+def _stop_on_interrupt(stop: threading.Event) -> Any:
+    """Make Ctrl-C set ``stop`` (a second one interrupts); the old handler.
+
+    PySpark's own SIGINT handler cancels every job through py4j from inside
+    whatever py4j call the main thread is in, and py4j logs the clash as
+    tracebacks; ending after the running round is quiet and quick (a round
+    takes about a second). None when not in the main thread (no handler).
+    """
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("\nstopping after this round ...", file=sys.stderr, flush=True)
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, on_interrupt)
+
+
 def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
     from sparktrail.dashboard.app import create_app, serve
@@ -113,17 +134,25 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     server.start()
     url = f"http://{args.host}:{args.port}/"
     print(f"sparktrail dashboard on {url} (Ctrl-C stops)", file=sys.stderr)
+    stop = threading.Event()
+    previous = _stop_on_interrupt(stop)
     try:
         warm_python_workers(spark)
         deadline = time.monotonic() + args.minutes * 60
         round_ = 0
-        while time.monotonic() < deadline:
+        while not stop.is_set() and time.monotonic() < deadline:
             hot = moving_hotspot(spark, round_)
             print(f"  round {round_}: hot key {hot}", flush=True)
             round_ += 1
-        print(f"workload done; the dashboard stays on {url} until Ctrl-C", flush=True)
-        threading.Event().wait()
+        if not stop.is_set():
+            print(
+                f"workload done; the dashboard stays on {url} until Ctrl-C", flush=True
+            )
+        while not stop.wait(0.25):
+            pass
     except KeyboardInterrupt:
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         updates.stop()
