@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from .kernel import KernelResult, count_paths
-from .snapshot import Snapshots, SnapshotWarning, build_snapshots, default_origin
+from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
 from .trace import read_trace, validate_trace
 
 if TYPE_CHECKING:
@@ -84,8 +84,7 @@ def _snapshots(
     extent_ns: tuple[int, int] | None = None,
 ) -> Snapshots:
     if origin_ns is None:
-        first = trace["start_ns"].min()
-        origin_ns = default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
+        origin_ns = trace_origin(trace, window_ns)
     if extent_ns is not None:
         first_ns, last_ns = (_as_int("extent_ns", value) for value in extent_ns)
         extent_ns = (first_ns, last_ns)

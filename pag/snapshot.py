@@ -37,7 +37,13 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-__all__ = ["SnapshotWarning", "Snapshots", "build_snapshots", "default_origin"]
+__all__ = [
+    "SnapshotWarning",
+    "Snapshots",
+    "build_snapshots",
+    "default_origin",
+    "trace_origin",
+]
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -89,6 +95,16 @@ def default_origin(first_start_ns: int, window_ns: int) -> int:
     1000000
     """
     return (first_start_ns // window_ns) * window_ns
+
+
+def trace_origin(trace: pl.DataFrame, window_ns: int) -> int:
+    """:func:`default_origin` of a trace's first ``start_ns`` (0 if empty).
+
+    >>> trace_origin(pl.DataFrame({"start_ns": [1_234_567]}), 1_000_000)
+    1000000
+    """
+    first = trace["start_ns"].min()
+    return default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -33,6 +33,7 @@ __all__ = [
     "last_event",
     "touches",
     "touching",
+    "trace_extent",
 ]
 
 _LOCAL = pl.col("src_worker") == pl.col("dst_worker")
@@ -40,6 +41,18 @@ _LOCAL = pl.col("src_worker") == pl.col("dst_worker")
 is_interval = _LOCAL & (pl.col("end_ns") > pl.col("start_ns"))
 first_event = pl.min_horizontal("start_ns", "end_ns")
 last_event = pl.max_horizontal("start_ns", "end_ns")
+
+
+def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
+    """The (first, last) event time of a non-empty trace, for ``extent_ns``.
+
+    >>> trace_extent(pl.DataFrame({"start_ns": [5, 2], "end_ns": [9, 1]}))
+    (1, 9)
+    """
+    first, last = trace.select(
+        first_event.min().alias("first"), last_event.max().alias("last")
+    ).row(0)
+    return int(first), int(last)
 
 
 def touches(ts: int, te: int) -> pl.Expr:

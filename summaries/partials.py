@@ -28,7 +28,7 @@ from .communication import channel_partial
 from .operator import operator_partial
 from .straggler import worker_partial
 
-__all__ = ["Partials", "window_stats"]
+__all__ = ["Partials", "stage_partial", "window_stats", "window_stats_from"]
 
 
 def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
@@ -47,25 +47,39 @@ def window_stats(cp: pl.DataFrame) -> pl.DataFrame:
     >>> w.select("edges", "cp_total", "has_paths", "active_workers").row(0)
     (2, 1.0, True, 1)
     """
+    return window_stats_from(path_windows(cp), worker_partial(cp))
+
+
+def window_stats_from(totals: pl.DataFrame, workers: pl.DataFrame) -> pl.DataFrame:
+    """:func:`window_stats` from per-window totals and the worker partial.
+
+    ``totals``: ``window_start_ns, window_end_ns, edges, cp_total``;
+    ``workers``: :func:`~sparktrail.summaries.straggler.worker_partial` of
+    the same windows, whose ``busy`` workers are the active ones.
+    """
     active = (
-        cp.lazy()
-        .filter((pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0))
+        workers.filter("busy")
         .group_by("window_start_ns")
         .agg(
             pl.col("worker").n_unique().alias("active_workers"),
             pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
         )
-        .collect()
     )
     return (
-        path_windows(cp)
-        .with_columns(pl.col("edges").cast(pl.Int64))
+        totals.with_columns(
+            pl.col("edges").cast(pl.Int64), (pl.col("cp_total") > 0).alias("has_paths")
+        )
         .join(active, on="window_start_ns", how="left")
         .with_columns(
             pl.col("active_workers", "active_executors").fill_null(0).cast(pl.Int64)
         )
         .sort("window_start_ns")
     )
+
+
+def stage_partial(cp: pl.DataFrame) -> pl.DataFrame:
+    """``stage_id, activity, cp``: CP summed per stage and activity."""
+    return cp.group_by("stage_id", "activity").agg(pl.col("cp").sum())
 
 
 @dataclass(frozen=True)
@@ -112,17 +126,16 @@ class Partials:
         [(7, 2.0, 2)]
         """
         cp = charge(cp)
-        windows = window_stats(cp)
+        workers = _own_strings(worker_partial(cp))
+        windows = window_stats_from(path_windows(cp), workers)
         return cls(
             windows=windows,
             activity=_own_strings(activity_partial(cp)),
-            workers=_own_strings(worker_partial(cp)),
+            workers=workers,
             operators=_own_strings(operator_partial(cp)),
             channels=_own_strings(channel_partial(cp)),
             tasks=_task_partial(cp, windows),
-            stages=_own_strings(
-                cp.group_by("stage_id", "activity").agg(pl.col("cp").sum())
-            ),
+            stages=_own_strings(stage_partial(cp)),
             driver=cp.filter((pl.col("activity") == "driver") & (pl.col("cp") > 0))
             .group_by("edge_index")
             .agg(pl.col("cp").sum()),

@@ -11,9 +11,14 @@ import numpy as np
 import polars as pl
 
 from sparktrail.pag.cp import _check_window, critical_participation
-from sparktrail.pag.snapshot import SnapshotWarning, default_origin
+from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
-from sparktrail.pag.window_rows import batch_cp, first_event, last_event
+from sparktrail.pag.window_rows import (
+    batch_cp,
+    first_event,
+    last_event,
+    trace_extent,
+)
 
 from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
@@ -110,13 +115,10 @@ def summarize(
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )
     if origin is None:
-        first = frame["start_ns"].min()
-        origin = default_origin(int(first), window) if first is not None else 0  # type: ignore[arg-type]
+        origin = trace_origin(frame, window)
     batches = window_batches(frame, window, origin, batch_rows)
     if batches:
-        extent = frame.select(
-            first_event.min().alias("first"), last_event.max().alias("last")
-        ).row(0)
+        extent = trace_extent(frame)
     parts = []
     for done, (ts, te) in enumerate(batches, 1):
         cp, rows = batch_cp(frame, window, origin, ts, te, extent)

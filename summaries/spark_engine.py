@@ -66,13 +66,17 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from sparktrail.pag import critical_participation
-from sparktrail.pag.snapshot import SnapshotWarning, default_origin
+from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
+from sparktrail.pag.window_rows import trace_extent
 
 from ._table import EXECUTOR_PATTERN, path_windows
+from .activity import activity_partial
 from .model import HintOptions, Summaries
-from .partials import Partials
+from .operator import operator_partial
+from .partials import Partials, stage_partial, window_stats_from
 from .pipeline import summaries_from_partials, warn_pathless
+from .straggler import worker_partial
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -280,18 +284,7 @@ def _check(window_ns: object) -> None:
 
 
 def _origin(frame: pl.DataFrame, window_ns: int, origin_ns: int | None) -> int:
-    if origin_ns is not None:
-        return origin_ns
-    first = frame["start_ns"].min()
-    return default_origin(int(first), window_ns) if first is not None else 0  # type: ignore[arg-type]
-
-
-def _extent(frame: pl.DataFrame) -> tuple[int, int]:
-    bounds = frame.select(
-        pl.min_horizontal(pl.col("start_ns").min(), pl.col("end_ns").min()).alias("a"),
-        pl.max_horizontal(pl.col("start_ns").max(), pl.col("end_ns").max()).alias("b"),
-    ).row(0)
-    return int(bounds[0]), int(bounds[1])
+    return trace_origin(frame, window_ns) if origin_ns is None else origin_ns
 
 
 def _cp_rows(
@@ -301,7 +294,7 @@ def _cp_rows(
 
     Columns of :data:`_RESULT_SCHEMA`; ``edge_index`` is the trace row.
     """
-    extent = _extent(frame)
+    extent = trace_extent(frame)
     path = os.path.join(tmp, "trace.parquet")
     frame.select(*_KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
         "edge_index"
@@ -412,7 +405,6 @@ _EXECUTOR_SQL = (
     f"WHEN worker RLIKE '{EXECUTOR_PATTERN}' "
     f"THEN regexp_extract(worker, '{EXECUTOR_PATTERN}', 1) ELSE worker END"
 )
-_BUSY = "(activity <> 'waiting' AND weight_ns > 0)"
 
 
 def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
@@ -449,37 +441,23 @@ def _fine_query(cp: DataFrame) -> DataFrame:
         F.sum("cp_ns").alias("cp_ns"),
         F.sum("weight_ns").alias("weight_ns"),
         F.count(F.lit(1)).alias("edges"),
-        F.bool_or(F.expr(_BUSY)).alias("busy"),
     )
 
 
 def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """The partials that :func:`_fine_query`'s sums determine.
 
-    The same definitions as :meth:`Partials.of`, summed in two steps: a
-    group of rows is busy when one of its rows is (non-waiting, positive
-    weight), and a local non-waiting group's weight is its busy time (its
-    other rows weigh 0).
+    The polars engine's own partial functions, run on the fine sums: they
+    only add up ``cp``, ``cp_ns`` and ``weight_ns`` within their keys, and
+    a fine group is busy (non-waiting, positive weight) exactly when one of
+    its rows is, since weights are not negative. Edge counts come from the
+    fine groups' ``edges``.
     """
     window = ["window_start_ns", "window_end_ns"]
-    sums = (
-        pl.col("cp").sum().alias("cp_share"),
-        pl.col("cp_ns").sum(),
-        pl.col("weight_ns").sum().alias("time_ns"),
+    workers = worker_partial(fine)
+    totals = fine.group_by(*window).agg(
+        pl.col("edges").sum(), pl.col("cp").sum().alias("cp_total")
     )
-    busy = fine.filter("busy")
-    active = busy.group_by("window_start_ns").agg(
-        pl.col("worker").n_unique().alias("active_workers"),
-        pl.col("executor").drop_nulls().n_unique().alias("active_executors"),
-    )
-    windows = (
-        fine.group_by(*window)
-        .agg(pl.col("edges").sum(), pl.col("cp").sum().alias("cp_total"))
-        .with_columns((pl.col("cp_total") > 0).alias("has_paths"))
-        .join(active, on="window_start_ns", how="left")
-        .with_columns(pl.col("active_workers", "active_executors").fill_null(0))
-    )
-    local_busy = pl.col("is_local") & (pl.col("activity") != "waiting")
     reads = (
         fine.filter(pl.col("activity") == "shuffle_read")
         .group_by(*window, "stage_id", "worker")
@@ -491,17 +469,11 @@ def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
         )
     )
     return {
-        "windows": windows,
-        "activity": fine.group_by(*window, "activity").agg(*sums),
-        "operators": fine.group_by(*window, "operator", "stage_id").agg(*sums),
-        "stages": fine.group_by("stage_id", "activity").agg(pl.col("cp").sum()),
-        "workers": fine.group_by(*window, "worker").agg(
-            pl.col("executor").max(),
-            pl.col("cp").sum().alias("cp_share"),
-            pl.col("cp_ns").sum(),
-            pl.col("weight_ns").filter(local_busy).sum().alias("busy_ns"),
-            pl.col("busy").any(),
-        ),
+        "windows": window_stats_from(totals, workers),
+        "activity": activity_partial(fine),
+        "operators": operator_partial(fine),
+        "stages": stage_partial(fine),
+        "workers": workers,
         "reads": reads,
     }
 
