@@ -27,6 +27,20 @@ FLAGS = (
     "--window-size=1400,1000",
 )
 
+#: Script: how many traces each graph (ids in ``arguments[0]``) holds, -1
+#: before it is drawn.
+GRAPH_DATA = """
+return arguments[0].map(id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  return gd && gd.data ? gd.data.length : -1;
+});
+"""
+#: Script: the critical timeline's title (the window it shows), or null.
+TIMELINE_TITLE = """
+const gd = document.querySelector('#critical-timeline .js-plotly-plot');
+return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
+"""
+
 
 def require_browser(*needed: Path) -> Any:
     """``selenium.webdriver``, or a module skip (a failure under CI)."""

@@ -15,7 +15,12 @@ from typing import Any
 
 import polars as pl
 import pytest
-from browser_support import require_browser, wait_until
+from browser_support import (
+    GRAPH_DATA,
+    TIMELINE_TITLE,
+    require_browser,
+    wait_until,
+)
 from serving import served
 
 from sparktrail.dashboard.app import GRAPHS, create_app
@@ -60,20 +65,10 @@ def live(
     thread.stop()
 
 
-GRAPH_DATA = """
-return arguments[0].map(id => {
-  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
-  return gd && gd.data ? gd.data.length : -1;
-});
-"""
 HINT_ROWS = """
 const gd = document.querySelector('#hints .js-plotly-plot');
 return gd && gd.data && gd.data[0] && gd.data[0].cells
   ? gd.data[0].cells.values[0].length : 0;
-"""
-TIMELINE_TITLE = """
-const gd = document.querySelector('#critical-timeline .js-plotly-plot');
-return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
 """
 
 

@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import require_browser, wait_until
+from browser_support import (
+    GRAPH_DATA,
+    TIMELINE_TITLE,
+    require_browser,
+    wait_until,
+)
 from serving import served
 
 from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
@@ -23,12 +28,6 @@ WAIT = 60.0
 
 require_browser()
 
-GRAPH_DATA = """
-return arguments[0].map(id => {
-  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
-  return gd && gd.data ? gd.data.length : -1;
-});
-"""
 ACTIVITY = """
 const gd = document.querySelector('#activity-summary .js-plotly-plot');
 return gd && gd.data && gd.data.length
@@ -37,10 +36,6 @@ return gd && gd.data && gd.data.length
      shaded: gd.layout.shapes && gd.layout.shapes.length
        ? gd.layout.shapes[0].x0 : null}
   : null;
-"""
-TIMELINE_TITLE = """
-const gd = document.querySelector('#critical-timeline .js-plotly-plot');
-return gd && gd.layout && gd.layout.title ? gd.layout.title.text : null;
 """
 
 
