@@ -23,8 +23,7 @@ from sparktrail.pag.window_rows import (
 from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
 from .communication import communication_from_partial
-from .hints import Context, rebalancing_hints
-from .hints._common import task_shares
+from .hints import Context, rebalancing_hints, task_shares
 from .model import HintOptions, Summaries
 from .operator import operator_from_partial
 from .partials import Partials, window_stats

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity
+from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .parallelism import parallelism
@@ -27,6 +27,7 @@ __all__ = [
     "hint_frame",
     "rebalancing_hints",
     "severity",
+    "task_shares",
 ]
 
 #: Every rule, in the order of the DESIGN §6 table.
