@@ -40,7 +40,6 @@ import logging
 import multiprocessing as mp
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -52,19 +51,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 import psutil
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from online_latency import _rounds
 
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.live import LATEST, LiveLoader, UpdateThread, WindowView
-from sparktrail.pag.trace import write_trace
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import (
+from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread, WindowView
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import (
     SUMMARY_FRAMES,
     StoredWindow,
 )
+from sparktrail.pag.trace import write_trace
 
 S = 1_000_000_000
 WINDOW_NS = S

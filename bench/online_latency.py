@@ -18,8 +18,8 @@ Per rate R (trace rows per second), a fresh temporary TRACE_DIR gets:
   seconds, and logs when each file landed and its latest event.
 * **Consumer**: what ``sparktrail serve TRACE_DIR`` runs, with its defaults
   (``--window 1s --lateness 2s``): a
-  :class:`~sparktrail.dashboard.live.LiveLoader` stepped by an
-  :class:`~sparktrail.dashboard.live.UpdateThread` at its default interval,
+  :class:`~sparktrail.dashboard.snapshots.LiveLoader` stepped by an
+  :class:`~sparktrail.dashboard.snapshots.UpdateThread` at its default interval,
   and the Dash app of :func:`~sparktrail.dashboard.app.create_app`, queried
   over its real callback route (``POST /_dash-update-component``, Flask's
   test client, no socket) the way the page does: the ``refresh`` callback on
@@ -82,14 +82,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from synthetic import ACTIVITY_CYCLE
-
 from sparktrail.dashboard.app import GRAPHS, create_app
-from sparktrail.dashboard.live import LATEST, LiveLoader, UpdateThread
+from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread
 from sparktrail.pag.memory import retain_freed_memory
 from sparktrail.pag.trace import write_trace
+from sparktrail.synthetic import ACTIVITY_CYCLE
 
 WINDOW_NS = 1_000_000_000  # sparktrail serve --window default
 LATENESS_NS = 2_000_000_000  # sparktrail serve --lateness default

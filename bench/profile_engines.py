@@ -47,14 +47,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import polars as pl
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from synthetic import barrier_trace
-
 from sparktrail.pag.trace import write_trace
+from sparktrail.synthetic import profile_trace
 
 #: Windows per run (the window length is the trace span over this).
 WINDOWS = 100
@@ -71,23 +65,6 @@ class Run:
     seconds: float
     peak_rss_bytes: int
     version: str = "checkout"
-
-
-def profile_trace(n_rows: int, workers: int = 16) -> pl.DataFrame:
-    """A barrier trace of about ``n_rows`` rows, with task ids and a stage.
-
-    Each local activity is its own task (``task_id``) of stage 1
-    (``operator`` ``stage 1: barrier at synthetic.py:1``); messages and
-    waiting rows have no task.
-    """
-    trace = barrier_trace(n_rows, workers=workers)
-    n_local = (len(trace) // 3) if len(trace) else 0
-    task = np.full(len(trace), -1, dtype=np.int64)
-    task[:n_local] = np.arange(n_local)
-    return trace.with_columns(
-        pl.Series("task_id", task).replace(-1, None),
-        pl.lit("stage 1: barrier at synthetic.py:1").alias("operator"),
-    )
 
 
 def _tree_rss(root: int) -> int:

@@ -40,16 +40,16 @@ import numpy as np
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from sparktrail.pag import write_trace
-from sparktrail.pag.trace import TRACE_COLUMNS
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import (
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import (
     CHECKPOINT,
     LOCK,
     WINDOW_FRAMES,
     WindowStore,
     store_dir,
 )
+from sparktrail.pag import write_trace
+from sparktrail.pag.trace import TRACE_COLUMNS
 
 __all__ = [
     "REL_TOL",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,17 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from importer import import_section
-from synthetic import barrier_trace, span_ns
 
 import sparktrail
 from sparktrail.pag.kernel import count_paths
 from sparktrail.pag.memory import retain_freed_memory
 from sparktrail.pag.snapshot import Snapshots, build_snapshots
 from sparktrail.pag.trace import validate_trace, write_trace
+from sparktrail.synthetic import barrier_trace, span_ns
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:

@@ -2,7 +2,7 @@
 
 :func:`create_app` lays out one graph per summary (component ids in
 :data:`GRAPHS`), a window picker and a status line. Callbacks only read
-``source.latest()`` (see :mod:`~sparktrail.dashboard.live`) and call the
+``source.latest()`` (see :mod:`~sparktrail.dashboard.snapshots`) and call the
 pure builders of :mod:`~sparktrail.dashboard.figures`: a 1 s
 ``dcc.Interval`` checks whether a new snapshot was published, and the
 figures are rebuilt only when it was, or when another window is picked.
@@ -15,7 +15,7 @@ component scripts registered by its packages), anything else with 404; no
 assets folder, no Flask static folder. A callback request must name a
 callback of the page with its declared inputs (else 400), and a window key
 from the page only selects among the snapshot's windows
-(:meth:`~sparktrail.dashboard.live.Snapshot.window`). :func:`serve` binds
+(:meth:`~sparktrail.dashboard.snapshots.Snapshot.window`). :func:`serve` binds
 127.0.0.1 unless told otherwise, with Dash's dev tools off whatever the
 ``DASH_*`` environment says.
 
@@ -45,7 +45,7 @@ from dash import dcc, html
 from dash.exceptions import DependencyException, PreventUpdate
 
 from . import figures
-from .live import LATEST, Snapshot, SnapshotSource, WindowView
+from .snapshots import LATEST, Snapshot, SnapshotSource, WindowView
 
 __all__ = [
     "GRAPHS",
@@ -441,7 +441,7 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     ----------
     source
         Hands out the snapshot to show (an
-        :class:`~sparktrail.dashboard.live.UpdateThread` while live).
+        :class:`~sparktrail.dashboard.snapshots.UpdateThread` while live).
 
     Returns
     -------

@@ -30,9 +30,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
+from sparktrail.engines.store import SUMMARY_FRAMES
 from sparktrail.pag import critical_participation
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
-from sparktrail.summaries.store import SUMMARY_FRAMES
 
 from . import figures
 
@@ -79,7 +79,7 @@ def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
 
     Examples
     --------
-    >>> from sparktrail.summaries import summarize
+    >>> from sparktrail import summarize
     >>> t = pl.DataFrame({"src_worker": ["driver", "exec-1/0"],
     ...     "dst_worker": ["driver", "exec-1/0"], "start_ns": [0, 10],
     ...     "end_ns": [10, 20], "activity": ["driver", "processing"]})
@@ -154,7 +154,7 @@ def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Pa
     Examples
     --------
     >>> import tempfile
-    >>> from sparktrail.summaries import summarize
+    >>> from sparktrail import summarize
     >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
     ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
     >>> with tempfile.TemporaryDirectory() as d:
@@ -301,7 +301,7 @@ def write_report(
     Examples
     --------
     >>> import tempfile
-    >>> from sparktrail.summaries import summarize
+    >>> from sparktrail import summarize
     >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
     ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
     >>> with tempfile.TemporaryDirectory() as d:

@@ -4,7 +4,12 @@ This stage never imports Spark or the tracer; it reads the Arrow trace files
 that the tracer (or any producer) writes.
 """
 
-from .cp import CycleError, critical_participation, snapshot_stats, to_networkx
+from .participation import (
+    CycleError,
+    critical_participation,
+    snapshot_stats,
+    to_networkx,
+)
 from .snapshot import SnapshotWarning
 from .trace import TraceError, read_trace, write_trace
 

@@ -22,7 +22,7 @@ import warnings
 
 import polars as pl
 
-from .cp import CycleError, critical_participation
+from .participation import CycleError, critical_participation
 from .snapshot import SnapshotWarning
 
 __all__ = [

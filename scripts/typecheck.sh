@@ -6,5 +6,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tree="$root/.build/typecheck"
 rm -rf "$tree" && mkdir -p "$tree/sparktrail"
 for entry in "$root"/sparktrail/*; do ln -s "$entry" "$tree/sparktrail/"; done
-for stage in tracer pag summaries dashboard; do ln -s "$root/$stage" "$tree/sparktrail/$stage"; done
+for stage in tracer pag summaries engines dashboard; do ln -s "$root/$stage" "$tree/sparktrail/$stage"; done
 cd "$tree" && "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p sparktrail

@@ -9,6 +9,7 @@ The public Python API; each name lives in its pipeline stage.
 [1.0]
 """
 
+from sparktrail.engines import summarize
 from sparktrail.pag import (
     CycleError,
     SnapshotWarning,
@@ -18,7 +19,7 @@ from sparktrail.pag import (
     snapshot_stats,
     write_trace,
 )
-from sparktrail.summaries import Summaries, summarize
+from sparktrail.summaries import Summaries
 
 __version__ = "0.1.0"
 

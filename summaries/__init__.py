@@ -3,11 +3,9 @@
 Each summary is a small pure transform of the CP table of
 :func:`~sparktrail.pag.critical_participation` and, for task facts, the
 trace, split in two: a *partial* (per-window sums of CP rows, see
-:class:`Partials`) and a *finish* from the partials of every window.
-:func:`summarize` computes the partials a batch of windows at a time, so
-it never holds the whole CP table, then finishes every summary and runs
-the hint rules over them; the Spark engine has Spark compute the same
-partials.
+:class:`Partials`) and a *finish* from the partials of every window
+(:func:`summaries_from_partials`). The engines that run them over a whole
+trace, a live trace directory or Spark live in :mod:`sparktrail.engines`.
 
 Whole-run numbers are sums of per-window CP divided by the number of
 windows that have a path, so shares sum to 1 over a run with paths.
@@ -16,11 +14,11 @@ windows that have a path, so shares sum to 1 over a run with paths.
 from ._table import enrich, executor_of, task_facts
 from .activity import activity_summary
 from .communication import SHUFFLE_NOTE, communication_summary, shuffle_sources
+from .finish import summaries_from_cp, summaries_from_partials, warn_pathless
 from .hints import HINT_SCHEMA, RULES, Context, Hint, rebalancing_hints
-from .model import HintOptions, Summaries
 from .operator import operator_summary, stage_name
-from .partials import Partials
-from .pipeline import summarize, window_stats
+from .partials import Partials, window_stats
+from .result import HintOptions, Summaries
 from .straggler import executor_summary, straggler_summary
 
 __all__ = [
@@ -42,7 +40,9 @@ __all__ = [
     "shuffle_sources",
     "stage_name",
     "straggler_summary",
-    "summarize",
+    "summaries_from_cp",
+    "summaries_from_partials",
     "task_facts",
+    "warn_pathless",
     "window_stats",
 ]

@@ -5,7 +5,7 @@ that window's rows, so the summaries of a run need not hold its whole CP
 table: :meth:`Partials.of` reduces the CP rows of some windows to small
 per-window (or per-task, per-stage) sums, :meth:`Partials.combine` adds up
 the partials of disjoint sets of windows, and
-:func:`~sparktrail.summaries.pipeline.summaries_from_partials` finishes the
+:func:`~sparktrail.engines.batch.summaries_from_partials` finishes the
 summaries and hints from them. The batch pipeline computes the partials a
 batch of windows at a time, and the Spark engine has Spark compute them, so
 both finish with the same code.

@@ -13,6 +13,7 @@ PACKAGES = (
     "sparktrail.pag",
     "sparktrail.tracer",
     "sparktrail.summaries",
+    "sparktrail.engines",
     "sparktrail.dashboard",
 )
 
@@ -65,7 +66,7 @@ def test_doctests(name):
 def test_pag_modules_have_examples():
     # GIVEN the pag modules
     pag = [n for n in MODULES if n.startswith("sparktrail.pag.")]
-    assert {"sparktrail.pag.cp", "sparktrail.pag.trace"} <= set(pag)
+    assert {"sparktrail.pag.participation", "sparktrail.pag.trace"} <= set(pag)
     # WHEN their doctests are counted
     attempted = {
         n: doctest.testmod(importlib.import_module(n), verbose=False).attempted

@@ -290,6 +290,6 @@ def _write_batch(
 
 
 # The live bridge (tracer/live.py) imports from this module, so it comes last.
-from .live import attach, detach, spark_conf  # noqa: E402
+from .listener import attach, detach, spark_conf  # noqa: E402
 
 __all__ += ["attach", "detach", "spark_conf"]

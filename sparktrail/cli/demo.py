@@ -119,7 +119,7 @@ def _stop_on_interrupt(stop: threading.Event) -> Any:
 def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
     from sparktrail.dashboard.app import create_app, serve
-    from sparktrail.dashboard.live import LiveLoader, UpdateThread
+    from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
     from sparktrail.workloads import moving_hotspot, warm_python_workers
 
     loader = LiveLoader(out, args.window, args.lateness)

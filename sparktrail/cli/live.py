@@ -3,7 +3,7 @@
 Follows TRACE_DIR, closes each window once the watermark (latest event
 minus ``--lateness``) has passed its end, and appends its CP, summaries and
 hints to ``TRACE_DIR/.sparktrail/store/`` (see
-:mod:`sparktrail.summaries.store`). ``--once`` processes what is there and
+:mod:`sparktrail.engines.store`). ``--once`` processes what is there and
 exits; Ctrl-C stops.
 
 It may also be killed at any moment (``kill -9`` included): a restart
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparktrail.summaries.online import ClosedWindow, OnlinePipeline
+from sparktrail.engines.online import ClosedWindow, OnlinePipeline
 
 from ._options import add_lateness, add_window
 

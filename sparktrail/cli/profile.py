@@ -20,16 +20,17 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from sparktrail.dashboard.live import REPORT_CP
 from sparktrail.dashboard.report import (
     most_critical_window,
     window_cp,
     write_report,
     write_summaries,
 )
+from sparktrail.dashboard.snapshots import REPORT_CP
+from sparktrail.engines import summarize
+from sparktrail.engines.batch import Progress
 from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
-from sparktrail.summaries import Summaries, summarize
-from sparktrail.summaries.pipeline import Progress
+from sparktrail.summaries import Summaries
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
 from ._options import add_window
@@ -149,7 +150,7 @@ def summarize_with(
     if engine != "spark":
         return summarize(trace, window_ns, progress=progress)
     try:
-        from sparktrail.summaries.spark_engine import summarize_spark
+        from sparktrail.engines.spark import summarize_spark
 
         return summarize_spark(trace, window_ns)
     except ImportError as err:  # pyspark (and pandas) are an optional extra

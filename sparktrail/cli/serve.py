@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktrail.dashboard.app import create_app, serve
-from sparktrail.dashboard.live import (
+from sparktrail.dashboard.snapshots import (
     LiveLoader,
     SnapshotSource,
     StaticSource,

@@ -49,7 +49,7 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
     ----------
     context
         The summaries and tables the rules read (built by
-        :func:`~sparktrail.summaries.summarize`).
+        :func:`~sparktrail.engines.summarize`).
 
     Returns
     -------
@@ -60,7 +60,7 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
     Examples
     --------
     >>> import polars as pl
-    >>> from sparktrail.summaries import summarize
+    >>> from sparktrail import summarize
     >>> t = pl.DataFrame({"src_worker": ["driver"], "dst_worker": ["driver"],
     ...     "start_ns": [0], "end_ns": [10], "activity": ["driver"]})
     >>> summarize(t, 10).hints["kind"].to_list()

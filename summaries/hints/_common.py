@@ -11,8 +11,8 @@ from typing import Any
 import polars as pl
 
 from .._table import executor_of
-from ..model import HintOptions
 from ..partials import Partials
+from ..result import HintOptions
 
 __all__ = [
     "HIGH_OVER",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -10,12 +9,10 @@ import pytest
 
 from sparktrail.cli import main
 from sparktrail.dashboard.app import GRAPHS, page_figures
-from sparktrail.dashboard.live import LATEST, load_report
+from sparktrail.dashboard.snapshots import LATEST, load_report
+from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
-from sparktrail.summaries.store import WindowStore, store_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from synthetic import barrier_trace
+from sparktrail.synthetic import barrier_trace
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from sparktrail.cli.profile import hints_json
 from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES
 from sparktrail.pag.trace import write_trace
 from sparktrail.tracer import import_eventlog
+from tests.paths import SHARED_LOG
 
-EVENTLOGS = Path(__file__).resolve().parents[3] / "shared" / "eventlogs"
-LOG = EVENTLOGS / "local-1532512550423"
+LOG = SHARED_LOG
 S = 1_000_000_000
 
 pytestmark = pytest.mark.skipif(not LOG.exists(), reason=f"{LOG} is missing")
@@ -209,7 +209,7 @@ def test_spark_engine_missing_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN no importable spark engine (whether or not it exists yet)
-    monkeypatch.setitem(sys.modules, "sparktrail.summaries.spark_engine", None)
+    monkeypatch.setitem(sys.modules, "sparktrail.engines.spark", None)
     code = main(["profile", str(LOG), "-o", str(tmp_path), "--engine", "spark"])
     err = capsys.readouterr().err
     assert code == 2

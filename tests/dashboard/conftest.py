@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,15 +9,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sparktrail.dashboard.live import Snapshot, WindowView, closed_label
+from sparktrail.dashboard.snapshots import Snapshot, WindowView, closed_label
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import WindowStore
 from sparktrail.pag import write_trace
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import WindowStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 # The browser tests import their helpers (browser_support) by name.
-sys.path.insert(0, str(Path(__file__).parent))
-from synthetic import barrier_trace
+from sparktrail.synthetic import barrier_trace
 
 MANY = 10_000
 S = 1_000_000_000

@@ -15,17 +15,17 @@ from typing import Any
 
 import polars as pl
 import pytest
-from browser_support import (
+
+from sparktrail.dashboard.app import GRAPHS, create_app
+from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
+from sparktrail.pag import write_trace
+from tests.dashboard.browser_support import (
     GRAPH_DATA,
     TIMELINE_TITLE,
     require_browser,
     wait_until,
 )
-from serving import served
-
-from sparktrail.dashboard.app import GRAPHS, create_app
-from sparktrail.dashboard.live import LiveLoader, UpdateThread
-from sparktrail.pag import write_trace
+from tests.dashboard.serving import served
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +144,7 @@ def test_the_dashboard_shows_every_summary_follows_and_picks_windows(
     assert picked in title
 
 
-@pytest.mark.filterwarnings("ignore::sparktrail.summaries.online.TraceFileWarning")
+@pytest.mark.filterwarnings("ignore::sparktrail.engines.online.TraceFileWarning")
 def test_a_missing_trace_directory_is_reported_on_the_page(
     tmp_path: Path, browser: Any
 ) -> None:

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 from sparktrail.dashboard import figures
-from sparktrail.summaries import HINT_SCHEMA, summarize
+from sparktrail.engines import summarize
+from sparktrail.summaries import HINT_SCHEMA
 
 S = 1_000_000_000
 

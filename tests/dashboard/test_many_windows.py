@@ -10,7 +10,6 @@ is shown.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,16 @@ from sparktrail.dashboard.app import (
     page_figures,
     picker_options,
 )
-from sparktrail.dashboard.live import (
+from sparktrail.dashboard.snapshots import (
     LATEST,
     LiveLoader,
     Snapshot,
     StaticSource,
 )
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import WindowStore, store_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from synthetic import barrier_trace
+from sparktrail.synthetic import barrier_trace
 
 WINDOW_NS = 500_000
 

@@ -11,16 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import (
+
+from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
+from sparktrail.dashboard.snapshots import Snapshot, StaticSource
+from tests.dashboard.browser_support import (
     GRAPH_DATA,
     TIMELINE_TITLE,
     require_browser,
     wait_until,
 )
-from serving import served
-
-from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
-from sparktrail.dashboard.live import Snapshot, StaticSource
+from tests.dashboard.serving import served
 
 pytestmark = pytest.mark.integration
 

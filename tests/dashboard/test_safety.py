@@ -21,16 +21,14 @@ from typing import Any
 
 import polars as pl
 import pytest
-from serving import served
 
 from sparktrail.cli import build_parser
 from sparktrail.dashboard import app as app_module
 from sparktrail.dashboard.app import GRAPHS, create_app, serve, well_formed
-from sparktrail.dashboard.live import LATEST, LiveLoader, UpdateThread
+from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread
 from sparktrail.pag import write_trace
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from synthetic import barrier_trace
+from sparktrail.synthetic import barrier_trace
+from tests.dashboard.serving import served
 
 WINDOW_NS = 500_000
 CANARY = "sparktrail-canary-0f9c"
@@ -378,7 +376,7 @@ def test_forged_values_of_the_other_callbacks_are_harmless(server: Server) -> No
 
 
 def test_well_formed_takes_what_the_page_sends() -> None:
-    from sparktrail.dashboard.live import Snapshot, StaticSource
+    from sparktrail.dashboard.snapshots import Snapshot, StaticSource
 
     app = create_app(StaticSource(Snapshot(source="t", status="s")))
     assert well_formed(app, draw_request(LATEST))
@@ -396,7 +394,7 @@ def test_serve_and_demo_bind_loopback_unless_told() -> None:
 
 
 def test_serve_refuses_an_empty_host() -> None:
-    from sparktrail.dashboard.live import Snapshot, StaticSource
+    from sparktrail.dashboard.snapshots import Snapshot, StaticSource
 
     app = create_app(StaticSource(Snapshot(source="t", status="s")))
     with pytest.raises(ValueError, match="host"):

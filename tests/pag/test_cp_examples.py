@@ -9,7 +9,6 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 import pytest
-from reference import cp_table, snapshots
 
 import sparktrail
 from sparktrail.pag import (
@@ -18,6 +17,7 @@ from sparktrail.pag import (
     critical_participation,
     snapshot_stats,
 )
+from tests.pag.reference import cp_table, snapshots
 
 COLUMNS = ("src_worker", "dst_worker", "start_ns", "end_ns", "activity")
 

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import snapshots
-from strategies import traces
 
 from sparktrail.pag import SnapshotWarning, critical_participation, to_networkx
+from tests.pag.reference import snapshots
+from tests.pag.strategies import traces
 
 
 def quietly(function, *args):

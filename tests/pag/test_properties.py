@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import brute_force_counts, cp_table, snapshots
-from strategies import traces
 
 from sparktrail.pag import SnapshotWarning, critical_participation, snapshot_stats
+from tests.pag.reference import brute_force_counts, cp_table, snapshots
+from tests.pag.strategies import traces
 
 SETTINGS = settings(
     max_examples=150,

@@ -9,8 +9,8 @@ from typing import Any
 import polars as pl
 from polars.testing import assert_frame_equal
 
+from sparktrail.engines.store import SUMMARY_FRAMES
 from sparktrail.summaries import Summaries
-from sparktrail.summaries.store import SUMMARY_FRAMES
 
 TOL = 1e-9
 #: Compared as frames; the hints are compared on their own (rounded evidence).

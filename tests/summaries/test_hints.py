@@ -7,9 +7,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-from builders import MS, Trace, balanced, shuffle_join
 
-from sparktrail.summaries import HINT_SCHEMA, HintOptions, summarize
+from sparktrail.engines import summarize
+from sparktrail.summaries import HINT_SCHEMA, HintOptions
+from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 
 #: On the balanced trace the stage already meets this target (100 ms).
 MET = HintOptions(target_stage_seconds=0.1)

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "pag"))
-from strategies import traces
-
+from sparktrail.engines import summarize
 from sparktrail.pag import SnapshotWarning
-from sparktrail.summaries import summarize
+from tests.pag.strategies import traces
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from builders import MS, Trace, balanced, shuffle_join
 
+from sparktrail.engines import summarize
 from sparktrail.pag import critical_participation
 from sparktrail.summaries import (
     SHUFFLE_NOTE,
@@ -16,8 +16,8 @@ from sparktrail.summaries import (
     operator_summary,
     shuffle_sources,
     straggler_summary,
-    summarize,
 )
+from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 
 
 def table(trace: pl.DataFrame, window_ms: float) -> pl.DataFrame:

@@ -14,10 +14,9 @@ from sparktrail.tracer import (
     ImportStats,
     import_eventlog,
 )
+from tests.paths import SHARED_LOG
 
-LOG = (
-    Path(__file__).resolve().parents[3] / "shared" / "eventlogs" / "local-1532512550423"
-)
+LOG = SHARED_LOG
 LINES = LOG.read_text().splitlines(keepends=True)
 
 

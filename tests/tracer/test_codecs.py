@@ -14,10 +14,9 @@ import zstandard
 
 from sparktrail.tracer import import_eventlog
 from sparktrail.tracer.eventlog import lzf_decompress
+from tests.paths import SHARED_LOG
 
-LOG = (
-    Path(__file__).resolve().parents[3] / "shared" / "eventlogs" / "local-1532512550423"
-)
+LOG = SHARED_LOG
 
 
 def chunks(data: bytes, size: int) -> list[bytes]:

@@ -10,10 +10,9 @@ import polars as pl
 
 from sparktrail.pag.trace import read_trace
 from sparktrail.tracer import ImportStats, follow_eventlog, import_eventlog
+from tests.paths import SHARED_LOG
 
-LOG = (
-    Path(__file__).resolve().parents[3] / "shared" / "eventlogs" / "local-1532512550423"
-)
+LOG = SHARED_LOG
 KEYS = ["start_ns", "src_worker", "src_seq", "dst_worker", "dst_seq", "activity"]
 
 

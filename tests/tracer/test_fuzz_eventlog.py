@@ -39,10 +39,9 @@ from sparktrail.tracer import (
 )
 from sparktrail.tracer.eventlog import MAX_LINE_WARNINGS, USED_EVENTS
 from sparktrail.tracer.model import EventError, SparkModel
+from tests.paths import SHARED_LOG
 
-LOG = (
-    Path(__file__).resolve().parents[3] / "shared" / "eventlogs" / "local-1532512550423"
-)
+LOG = SHARED_LOG
 LINES = LOG.read_bytes().splitlines(keepends=True)
 EVENTS = [orjson.loads(line) for line in LINES]
 EXAMPLES = int(os.environ.get("SPARKTRAIL_FUZZ_EXAMPLES", "150"))

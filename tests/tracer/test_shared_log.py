@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 import sparktrail
 from sparktrail.tracer import ImportStats, import_eventlog
+from tests.paths import EVENTLOGS, SHARED_LOG
 
-EVENTLOGS = Path(__file__).resolve().parents[3] / "shared" / "eventlogs"
-LOG = EVENTLOGS / "local-1532512550423"
+LOG = SHARED_LOG
 MS = 1_000_000
 LOCAL = ["scheduling", "deserialization", "shuffle_read", "processing", "gc"]
 LOCAL += ["shuffle_write", "serialization", "result"]

@@ -10,10 +10,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-from eventlog_support import import_quietly, wait_for
 
 import sparktrail
 from sparktrail.workloads import warm_python_workers
+from tests.tracer.eventlog_support import import_quietly, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The result of :func:`~sparktrail.summaries.summarize`: frames and options."""
+"""The result of :func:`~sparktrail.engines.summarize`: frames and options."""
 
 from __future__ import annotations
 

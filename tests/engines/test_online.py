@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,18 +12,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparktrail.pag import critical_participation, write_trace
-from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.window_rows import clip, touching
-from sparktrail.summaries.online import (
+from sparktrail.engines.online import (
     OnlinePipeline,
     TraceFileWarning,
     listed_windows,
 )
-from sparktrail.summaries.store import WINDOW_FRAMES, WindowStore, store_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from synthetic import barrier_trace
+from sparktrail.engines.store import WINDOW_FRAMES, WindowStore, store_dir
+from sparktrail.pag import critical_participation, write_trace
+from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag.window_rows import clip, touching
+from sparktrail.synthetic import barrier_trace
 
 WINDOW = 200_000  # ns; a barrier round lasts up to ~100 us
 LATENESS = 150_000

@@ -4,7 +4,7 @@
 keeps the rows of windows that are still open, and closes a window once
 the watermark, the latest event time seen minus ``lateness_ns``, has
 passed its end. A closed window's CP, its summaries and its hints go to
-the store (:mod:`~sparktrail.summaries.store`) under the trace directory.
+the store (:mod:`~sparktrail.engines.store`) under the trace directory.
 
 Assumptions
 -----------
@@ -86,9 +86,9 @@ from sparktrail.pag.window_rows import (
     last_event,
     touching,
 )
+from sparktrail.summaries.finish import summaries_from_cp
+from sparktrail.summaries.result import HintOptions
 
-from .model import HintOptions
-from .pipeline import summaries_from_cp
 from .store import StoredWindow, WindowStore, store_dir
 
 __all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]

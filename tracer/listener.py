@@ -193,7 +193,7 @@ class LiveTrace:
                     [
                         sys.executable,
                         "-c",
-                        "from sparktrail.tracer.live import follow_main; "
+                        "from sparktrail.tracer.listener import follow_main; "
                         "raise SystemExit(follow_main())",
                         str(self.log_dir),
                         str(out_dir),

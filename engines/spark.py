@@ -2,7 +2,7 @@
 
 ``sparktrail profile --engine spark`` runs :func:`summarize_spark`, which
 gives the same :class:`~sparktrail.summaries.Summaries` as
-:func:`~sparktrail.summaries.summarize` (to 1e-9) but spreads the expensive
+:func:`~sparktrail.engines.summarize` (to 1e-9) but spreads the expensive
 part, cutting the trace into windows and counting their paths, over Spark:
 
 1. The validated trace, with its row number as ``edge_index``, is written
@@ -31,7 +31,7 @@ part, cutting the trace into windows and counting their paths, over Spark:
    further), messages by sender, CP per task over the windows with paths,
    and CP per driver row. Only those sums, a few rows per window (and one
    per task), come back to the driver, through Arrow.
-5. :func:`~sparktrail.summaries.pipeline.summaries_from_partials` finishes
+5. :func:`~sparktrail.engines.batch.summaries_from_partials` finishes
    the summaries and hints from them, as the polars engine does, so both
    engines share one definition of every summary and hint.
 
@@ -69,14 +69,13 @@ from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
 from sparktrail.pag.window_rows import trace_extent
-
-from ._table import EXECUTOR_PATTERN, path_windows
-from .activity import activity_partial
-from .model import HintOptions, Summaries
-from .operator import operator_partial
-from .partials import Partials, stage_partial, window_stats_from
-from .pipeline import summaries_from_partials, warn_pathless
-from .straggler import worker_partial
+from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
+from sparktrail.summaries.activity import activity_partial
+from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
+from sparktrail.summaries.operator import operator_partial
+from sparktrail.summaries.partials import Partials, stage_partial, window_stats_from
+from sparktrail.summaries.result import HintOptions, Summaries
+from sparktrail.summaries.straggler import worker_partial
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -598,7 +597,7 @@ def summarize_spark(
     trace
         A trace frame, or a path to a trace file or directory.
     window_ns, origin_ns, options
-        As for :func:`~sparktrail.summaries.summarize`.
+        As for :func:`~sparktrail.engines.summarize`.
     spark
         The SparkSession; default: the active one, else a new ``local[*]``
         session, stopped afterwards.
@@ -608,7 +607,7 @@ def summarize_spark(
     Returns
     -------
     Summaries
-        The same summaries as :func:`~sparktrail.summaries.summarize`.
+        The same summaries as :func:`~sparktrail.engines.summarize`.
     """
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)

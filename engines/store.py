@@ -26,7 +26,7 @@ instruction:
   writer that starts may take every temporary for a dead one's.
 
 The order of the writes, and how a restart reads them, is the online
-pipeline's (:mod:`~sparktrail.summaries.online`, "Restart"). Nothing is
+pipeline's (:mod:`~sparktrail.engines.online`, "Restart"). Nothing is
 flushed to disk (``fsync``): the store survives its process, not the
 machine.
 """
@@ -43,7 +43,7 @@ from typing import IO, Any
 
 import polars as pl
 
-from .model import Summaries
+from sparktrail.summaries.result import Summaries
 
 __all__ = [
     "STORE_DIR",

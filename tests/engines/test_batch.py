@@ -7,31 +7,25 @@ before it took the windows a batch at a time.
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparktrail.engines import summarize
+from sparktrail.engines.batch import window_batches
 from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import validate_trace
-from sparktrail.summaries import Summaries, summarize
-from sparktrail.summaries.pipeline import summaries_from_cp, window_batches
+from sparktrail.summaries import Summaries, summaries_from_cp
+from sparktrail.synthetic import profile_trace
+from tests.pag.strategies import traces
+from tests.paths import SHARED_LOG
+from tests.summaries.compare import assert_same_summaries
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "pag"))
-sys.path.insert(0, str(ROOT / "tests" / "summaries"))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from compare import assert_same_summaries  # noqa: E402
-from profile_engines import profile_trace  # noqa: E402
-from strategies import traces  # noqa: E402
-
-LOG = ROOT.parent / "shared" / "eventlogs" / "local-1532512550423"
+LOG = SHARED_LOG
 SECOND = 1_000_000_000
 
 

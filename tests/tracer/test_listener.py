@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-from eventlog_support import import_quietly, wait_for
 
 from sparktrail.pag.trace import read_trace
-from sparktrail.tracer import jvm, live
+from sparktrail.tracer import jvm, listener
+from tests.tracer.eventlog_support import import_quietly, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def traced(
     """Attach, run a shuffle job and a job with a sleeping partition, detach."""
     sc = spark.sparkContext
     out = tmp_path_factory.mktemp("live")
-    handle = live.attach(spark, out, flush_seconds=0.2)
+    handle = listener.attach(spark, out, flush_seconds=0.2)
     sc.setJobGroup("sparktrail-live", "live bridge test")
     df = spark.range(20_000).selectExpr("id % 13 AS k", "id AS v")
     df.groupBy("k").sum("v").collect()
@@ -110,19 +110,19 @@ def test_listener_received_every_task(traced: dict[str, Any]) -> None:
 
 
 def test_attach_twice_and_detach_unknown(spark: Any, tmp_path: Path) -> None:
-    handle = live.attach(spark, tmp_path / "a", flush_seconds=0.1)
+    handle = listener.attach(spark, tmp_path / "a", flush_seconds=0.1)
     try:
         with pytest.raises(RuntimeError, match="already has a live trace"):
-            live.attach(spark, tmp_path / "b")
+            listener.attach(spark, tmp_path / "b")
     finally:
-        live.detach(spark)
+        listener.detach(spark)
     assert not handle.attached
     with pytest.raises(RuntimeError, match="no live trace"):
-        live.detach(spark)
+        listener.detach(spark)
     with pytest.raises(RuntimeError, match="already holds a trace"):
-        live.attach(spark, tmp_path / "a")
+        listener.attach(spark, tmp_path / "a")
     with pytest.raises(RuntimeError, match=r"no dev\.sparktrail\.SparktrailListener"):
-        live.attach(spark, tmp_path / "c", existing=True)
+        listener.attach(spark, tmp_path / "c", existing=True)
 
 
 @needs_javac
@@ -207,7 +207,7 @@ def test_a_late_attach_starts_the_trace_at_the_attach(
     time.sleep(max(0.0, 2.0 - age_s))
     attached_ns = time.time_ns()
     # WHEN a job runs traced
-    handle = live.attach(spark, tmp_path / "trace", flush_seconds=0.2)
+    handle = listener.attach(spark, tmp_path / "trace", flush_seconds=0.2)
     spark.range(100).count()
     handle.detach()
     trace = read_trace(tmp_path / "trace")

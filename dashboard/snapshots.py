@@ -7,7 +7,7 @@ immutable :class:`Snapshot`; callbacks take the latest snapshot from a
 
 Loaders
 -------
-* :class:`LiveLoader` runs the :class:`~sparktrail.summaries.online.
+* :class:`LiveLoader` runs the :class:`~sparktrail.engines.online.
   OnlinePipeline` on a trace directory (``sparktrail serve TRACE_DIR``): the
   windows already in its store, then each window as it closes.
 * :func:`load_report` reads the summaries ``sparktrail profile`` wrote
@@ -43,9 +43,9 @@ from typing import NamedTuple, Protocol
 
 import polars as pl
 
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import SUMMARY_FRAMES, WindowStore
 from sparktrail.summaries import Summaries
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import SUMMARY_FRAMES, WindowStore
 
 __all__ = [
     "LATEST",
@@ -296,7 +296,7 @@ class LiveLoader:
     Parameters
     ----------
     trace_dir, window_ns, lateness_ns
-        As for :class:`~sparktrail.summaries.online.OnlinePipeline`.
+        As for :class:`~sparktrail.engines.online.OnlinePipeline`.
     cached_windows
         How many windows' frames to keep in memory (the newest and the
         recently picked); the others are read from the store when picked.

@@ -36,12 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparktrail.summaries import store as store_module
-from sparktrail.summaries.online import OnlinePipeline
-from sparktrail.summaries.store import WindowStore, store_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from restart import (
+from bench.restart import (
     Landing,
     arrival,
     compare_stores,
@@ -50,6 +45,9 @@ from restart import (
     run_with_kills,
     spark_like_trace,
 )
+from sparktrail.engines import store as store_module
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.store import WindowStore, store_dir
 
 SECOND = 1_000_000_000
 
@@ -297,7 +295,7 @@ def test_a_second_writer_process_is_refused(small: Small, tmp_path: Path) -> Non
         [
             sys.executable,
             "-c",
-            "import sys; from sparktrail.summaries.store import WindowStore; "
+            "import sys; from sparktrail.engines.store import WindowStore; "
             "store = WindowStore(sys.argv[1]); store.lock(); "
             "print('locked', flush=True); sys.stdin.read()",
             str(store_dir(tmp_path)),

@@ -1,9 +1,11 @@
-"""Synthetic traces for benchmarks: worker chains joined by barrier messages."""
+"""Synthetic traces for benchmarks and tests: worker chains joined by barriers."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
+
+__all__ = ["ACTIVITY_CYCLE", "barrier_trace", "profile_trace", "span_ns"]
 
 ACTIVITY_CYCLE = ("processing", "gc", "processing", "shuffle_write", "scheduling")
 
@@ -73,3 +75,20 @@ def barrier_trace(n_rows: int, workers: int = 16, seed: int = 0) -> pl.DataFrame
 def span_ns(trace: pl.DataFrame) -> int:
     """The window that covers a barrier trace exactly: [0, last barrier]."""
     return int(trace["end_ns"].max())  # type: ignore[arg-type]
+
+
+def profile_trace(n_rows: int, workers: int = 16) -> pl.DataFrame:
+    """A barrier trace of about ``n_rows`` rows, with task ids and a stage.
+
+    Each local activity is its own task (``task_id``) of stage 1
+    (``operator`` ``stage 1: barrier at synthetic.py:1``); messages and
+    waiting rows have no task.
+    """
+    trace = barrier_trace(n_rows, workers=workers)
+    n_local = (len(trace) // 3) if len(trace) else 0
+    task = np.full(len(trace), -1, dtype=np.int64)
+    task[:n_local] = np.arange(n_local)
+    return trace.with_columns(
+        pl.Series("task_id", task).replace(-1, None),
+        pl.lit("stage 1: barrier at synthetic.py:1").alias("operator"),
+    )

@@ -5,7 +5,6 @@ Every test runs on the shared local[2] session of ``tests/conftest.py``.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,24 +15,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from sparktrail.engines import summarize
+from sparktrail.engines.spark import cp_spark, summarize_spark
 from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.summaries import Summaries, summarize
-from sparktrail.summaries.spark_engine import cp_spark, summarize_spark
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "pag"))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from profile_engines import profile_trace  # noqa: E402
-from strategies import traces  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests" / "summaries"))
-from compare import assert_same_summaries  # noqa: E402
+from sparktrail.summaries import Summaries
+from sparktrail.synthetic import profile_trace
+from tests.pag.strategies import traces
+from tests.paths import SHARED_LOG
+from tests.summaries.compare import assert_same_summaries
 
 pytestmark = pytest.mark.integration
 
-EVENTLOG = ROOT.parent / "shared" / "eventlogs" / "local-1532512550423"
+EVENTLOG = SHARED_LOG
 SECOND = 1_000_000_000
 TOL = 1e-9
 

@@ -1,0 +1,33 @@
+"""Engines: run the pag and summaries stages over a whole trace, live, or on Spark.
+
+* :mod:`~sparktrail.engines.batch` — :func:`summarize`, a saved trace a
+  batch of windows at a time (polars + numba);
+* :mod:`~sparktrail.engines.online` — :class:`OnlinePipeline`, windows
+  closed as trace files arrive, kept in a :class:`WindowStore`;
+* :mod:`~sparktrail.engines.spark` — the same summaries with the CP and
+  its sums computed by PySpark (imported on demand: pyspark is optional);
+* :mod:`~sparktrail.engines.store` — the on-disk store of closed windows.
+
+Every engine finishes through
+:func:`sparktrail.summaries.summaries_from_partials`, so they give the same
+numbers on the same trace. Imports go one way: engines read ``pag`` and
+``summaries``; the dashboard and the CLI call engines.
+"""
+
+from .batch import BATCH_ROWS, Progress, summarize, window_batches
+from .online import ClosedWindow, OnlinePipeline, TraceFileWarning
+from .store import SUMMARY_FRAMES, StoredWindow, WindowStore, store_dir
+
+__all__ = [
+    "BATCH_ROWS",
+    "SUMMARY_FRAMES",
+    "ClosedWindow",
+    "OnlinePipeline",
+    "Progress",
+    "StoredWindow",
+    "TraceFileWarning",
+    "WindowStore",
+    "store_dir",
+    "summarize",
+    "window_batches",
+]

@@ -1,0 +1,159 @@
+"""The finish every engine shares: whole-run summaries and hints from partials.
+
+The batch, online and Spark engines (:mod:`sparktrail.engines`) compute
+:class:`~sparktrail.summaries.partials.Partials` in their own way and
+finish them here, so every engine runs the same summary transforms.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+
+from sparktrail.pag.snapshot import SnapshotWarning
+
+from ._table import n_path_windows, task_facts
+from .activity import activity_from_partial
+from .communication import communication_from_partial
+from .hints import Context, rebalancing_hints, task_shares
+from .operator import operator_from_partial
+from .partials import Partials
+from .result import HintOptions, Summaries
+from .straggler import executor_from_partial, straggler_from_partial
+
+__all__ = ["summaries_from_cp", "summaries_from_partials", "warn_pathless"]
+
+
+def warn_pathless(windows: pl.DataFrame, *, stacklevel: int = 2) -> None:
+    """Warn (:class:`SnapshotWarning`) when some of ``windows`` have no path.
+
+    ``windows`` has ``window_start_ns, has_paths`` (:func:`window_stats`);
+    ``stacklevel`` is that of the caller's caller, as for
+    :func:`warnings.warn`.
+    """
+    empty = windows.filter(~pl.col("has_paths"))
+    if len(empty):
+        first = int(empty["window_start_ns"].min())  # type: ignore[arg-type]
+        warnings.warn(
+            f"{len(empty)} of {len(windows)} windows have no path from start to "
+            f"end (first at window_start_ns={first}); their CP is 0",
+            SnapshotWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def summaries_from_cp(
+    cp: pl.DataFrame,
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None = None,
+    options: HintOptions | None = None,
+) -> Summaries:
+    """Every summary and hint from a CP table already computed.
+
+    The part of :func:`summarize` after the CP kernel, shared by the engines
+    that compute CP elsewhere (:mod:`~sparktrail.engines.spark`),
+    so that every engine runs the same summary transforms.
+
+    Parameters
+    ----------
+    cp
+        The CP table of :func:`~sparktrail.pag.critical_participation` of
+        ``trace`` (or an equal one: same rows, sorted by window then
+        ``edge_index``).
+    trace
+        The validated trace.
+    window_ns, origin_ns, options
+        As for :func:`summarize`.
+
+    Returns
+    -------
+    Summaries
+        What :func:`summarize` returns.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> from sparktrail.pag import critical_participation
+    >>> from sparktrail.pag.trace import validate_trace
+    >>> frame = validate_trace(t)
+    >>> s = summaries_from_cp(critical_participation(frame, 4), frame, 4)
+    >>> s.activity["cp_share"].to_list()
+    [1.0]
+    """
+    return summaries_from_partials(
+        Partials.of(cp.drop("start_ns", "end_ns", strict=False)),
+        trace,
+        window_ns,
+        origin_ns,
+        options,
+    )
+
+
+def summaries_from_partials(
+    partials: Partials,
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int | None = None,
+    options: HintOptions | None = None,
+) -> Summaries:
+    """Every summary and hint from the run's :class:`Partials`.
+
+    What :func:`summarize`, :func:`summaries_from_cp` and the Spark engine
+    share: the partials come from one CP table, from batches of windows or
+    from Spark, and are finished here with the trace's task facts.
+
+    Parameters
+    ----------
+    partials
+        The partials of every window of the run.
+    trace
+        The validated trace.
+    window_ns, origin_ns, options
+        As for :func:`summarize` (``origin_ns`` None: the first window's
+        start).
+
+    Returns
+    -------
+    Summaries
+        What :func:`summarize` returns.
+    """
+    windows = partials.windows
+    if origin_ns is None:
+        first = windows["window_start_ns"].min() if len(windows) else 0
+        origin_ns = int(first)  # type: ignore[arg-type]
+    n = n_path_windows(windows)
+    activity = activity_from_partial(partials.activity, windows)
+    executor = executor_from_partial(partials.workers, windows)
+    # One frame of task facts with their CP shares, shared by the operator
+    # summary and the hints (millions of rows in a long trace).
+    tasks = task_shares(task_facts(trace), partials.tasks, n)
+    operator = operator_from_partial(partials.operators, windows, tasks)
+    communication = communication_from_partial(partials.channels, windows, trace)
+    context = Context(
+        partials,
+        trace,
+        activity,
+        executor,
+        operator,
+        communication,
+        n,
+        options or HintOptions(),
+        tasks,
+    )
+    return Summaries(
+        activity=activity,
+        activity_by_window=activity_from_partial(
+            partials.activity, windows, by_window=True
+        ),
+        straggler=straggler_from_partial(partials.workers, windows),
+        executor=executor,
+        operator=operator,
+        communication=communication,
+        hints=rebalancing_hints(context),
+        windows=windows,
+        window_ns=window_ns,
+        origin_ns=origin_ns,
+    )
