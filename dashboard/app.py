@@ -44,6 +44,8 @@ import polars as pl
 from dash import dcc, html
 from dash.exceptions import DependencyException, PreventUpdate
 
+from sparktrail.errors import InputError
+
 from . import figures
 from .snapshots import LATEST, Snapshot, SnapshotSource, WindowView
 
@@ -535,7 +537,7 @@ def serve(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
         If ``host`` is empty (Dash would take ``$HOST`` instead).
     """
     if not host:
-        raise ValueError("the host to bind must not be empty (e.g. 127.0.0.1)")
+        raise InputError("the host to bind must not be empty (e.g. 127.0.0.1)")
     app.run(
         host=host,
         port=port,

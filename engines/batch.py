@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.pag.participation import _check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
@@ -93,7 +94,7 @@ def summarize(
         or isinstance(batch_rows, bool)
         or batch_rows < 1
     ):
-        raise ValueError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )

@@ -76,6 +76,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.pag import CycleError, critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
@@ -211,9 +212,9 @@ class OnlinePipeline:
         options: HintOptions | None = None,
     ) -> None:
         if window_ns <= 0:
-            raise ValueError(f"window_ns must be positive, got {window_ns!r}")
+            raise InputError(f"window_ns must be positive, got {window_ns!r}")
         if lateness_ns < 0:
-            raise ValueError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
+            raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
         self.trace_dir = Path(trace_dir)
         self.window_ns = window_ns
         self.lateness_ns = lateness_ns
@@ -276,11 +277,11 @@ class OnlinePipeline:
     def _load_checkpoint(self, data: dict[str, Any]) -> None:
         path = self.store.root / "checkpoint.json"
         if data.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(
+            raise InputError(
                 f"{path}: unknown checkpoint version {data.get('version')}"
             )
         if data["window_ns"] != self.window_ns:
-            raise ValueError(
+            raise InputError(
                 f"{path}: the store holds windows of {data['window_ns']} ns, not "
                 f"{self.window_ns} ns; use that window or remove {self.store.root}"
             )

@@ -81,6 +81,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+from sparktrail.errors import InputError
+
 __all__ = ["cp_spark", "partials_spark", "spark_session", "summarize_spark"]
 
 #: JVM heap of a session this module starts (local mode: driver = executor).
@@ -279,7 +281,7 @@ def _window_cp(
 
 def _check(window_ns: object) -> None:
     if isinstance(window_ns, bool) or not isinstance(window_ns, int) or window_ns <= 0:
-        raise ValueError(f"window_ns must be a positive integer, got {window_ns!r}")
+        raise InputError(f"window_ns must be a positive integer, got {window_ns!r}")
 
 
 def _origin(frame: pl.DataFrame, window_ns: int, origin_ns: int | None) -> int:

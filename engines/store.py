@@ -43,6 +43,7 @@ from typing import IO, Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.summaries.result import Summaries
 
 __all__ = [
@@ -142,7 +143,7 @@ class WindowStore:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
             handle.close()
-            raise ValueError(
+            raise InputError(
                 f"{self.root} is being written by another process (pid {holder}); "
                 "stop it first"
             ) from err
@@ -261,5 +262,5 @@ class WindowStore:
         try:
             data: dict[str, Any] = json.loads(text)
         except ValueError as err:
-            raise ValueError(f"{path}: not a sparktrail checkpoint ({err})") from err
+            raise InputError(f"{path}: not a sparktrail checkpoint ({err})") from err
         return data

@@ -32,6 +32,8 @@ from .trace import read_trace, validate_trace
 if TYPE_CHECKING:
     import networkx as nx
 
+from sparktrail.errors import InputError
+
 __all__ = [
     "CycleError",
     "critical_participation",
@@ -45,7 +47,7 @@ TraceLike = pl.DataFrame | str | os.PathLike[str]
 SPAN_RTOL = 1e-9
 
 
-class CycleError(ValueError):
+class CycleError(InputError):
     """The PAG of a window is not a DAG; ``edge_index`` names a row on a cycle."""
 
     def __init__(self, message: str, edge_index: int) -> None:
@@ -64,14 +66,14 @@ def _as_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float | np.floating) and float(value).is_integer():
             return int(value)
-        raise ValueError(f"{name} must be an integer number of ns, got {value!r}")
+        raise InputError(f"{name} must be an integer number of ns, got {value!r}")
     return int(value)
 
 
 def _check_window(window_ns: object, origin_ns: object) -> tuple[int, int | None]:
     window = _as_int("window_ns", window_ns)
     if window <= 0:
-        raise ValueError(f"window_ns must be positive, got {window_ns!r}")
+        raise InputError(f"window_ns must be positive, got {window_ns!r}")
     if origin_ns is None:
         return window, None
     return window, _as_int("origin_ns", origin_ns)

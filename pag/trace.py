@@ -28,6 +28,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from sparktrail.errors import InputError
+
 __all__ = [
     "ACTIVITIES",
     "COMMUNICATION_ACTIVITIES",
@@ -95,7 +97,7 @@ _INT_TYPES = (
 )
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace file (or frame) that does not follow the sparktrail schema.
 
     Attributes name what is wrong so callers can report it: ``path`` (the

@@ -43,6 +43,8 @@ from typing import IO, Any
 
 import orjson
 
+from sparktrail.errors import InputError
+
 __all__ = [
     "USED_EVENTS",
     "EventLogError",
@@ -88,7 +90,7 @@ _PREFIX = b'{"Event":"'
 _EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?(\.inprogress)?$")
 
 
-class EventLogError(ValueError):
+class EventLogError(InputError):
     """Nothing could be read from an event log; the message names the file."""
 
 

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sparktrail.errors import SparktrailError
+
 __all__ = [
     "CLASS_NAME",
     "JavaNotFoundError",
@@ -38,7 +40,7 @@ _CLASS_FILE = Path(*CLASS_NAME.split(".")).with_suffix(".class")
 _LOADERS: dict[tuple[int, str], Any] = {}
 
 
-class JavaNotFoundError(RuntimeError):
+class JavaNotFoundError(SparktrailError, RuntimeError):
     """No JDK ``javac`` to build the listener with (the message says how to get one)."""
 
 

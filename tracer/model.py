@@ -63,6 +63,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
+
 __all__ = ["EventError", "ImportStats", "SparkModel", "TaskRecord"]
 
 MS = 1_000_000
@@ -165,7 +167,7 @@ class _Stage:
     all_launched_ms: int | None = None
 
 
-class EventError(ValueError):
+class EventError(InputError):
     """An event has a field the model cannot use (the message names it)."""
 
 

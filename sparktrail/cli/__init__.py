@@ -12,15 +12,19 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from sparktrail.pag import CycleError, TraceError
+from sparktrail.errors import InputError, SparktrailError
 from sparktrail.pag.memory import retain_freed_memory
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_ENVIRONMENT", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 2
+#: Something the machine lacks (a JDK for the live listener).
+EXIT_ENVIRONMENT = 3
 EXIT_INTERRUPTED = 130
+#: A path that is missing or of the wrong kind is bad input too.
+BAD_PATH = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 #: Subcommand name -> module under sparktrail.cli.
 SUBCOMMANDS = {
@@ -59,12 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         retain_freed_memory()
     try:
         code: int = args.run(args)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as err:
+    except (
+        InputError,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+    ) as err:
         print(f"sparktrail: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (TraceError, CycleError, ValueError) as err:
+    except SparktrailError as err:
         print(f"sparktrail: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_ENVIRONMENT
     except KeyboardInterrupt:
         print("sparktrail: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

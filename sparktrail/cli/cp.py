@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation, read_trace
 
 from ._units import parse_duration_ns
@@ -56,7 +57,7 @@ def report(
 ) -> int:
     """Print CP shares of ``trace`` by activity, worker and stage."""
     if trace.is_empty():
-        raise ValueError(f"{name}: the trace holds no rows")
+        raise InputError(f"{name}: the trace holds no rows")
     if isinstance(window, str):
         window = parse_duration_ns(window)
     if window is None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktrail.engines.online import ClosedWindow, OnlinePipeline
+from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_window
 
@@ -72,7 +73,7 @@ def _report(window: ClosedWindow) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the online pipeline on ``args.trace_dir``; returns the exit code."""
     if args.final and not args.once:
-        raise ValueError("--final needs --once (a live run never knows the end)")
+        raise InputError("--final needs --once (a live run never knows the end)")
     pipeline = OnlinePipeline(args.trace_dir, args.window, args.lateness)
     total = 0
     try:

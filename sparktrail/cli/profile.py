@@ -29,6 +29,7 @@ from sparktrail.dashboard.report import (
 from sparktrail.dashboard.snapshots import REPORT_CP
 from sparktrail.engines import summarize
 from sparktrail.engines.batch import Progress
+from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
 from sparktrail.summaries import Summaries
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
@@ -92,11 +93,11 @@ def _import(path: Path) -> pl.DataFrame:
             return import_eventlog(path, progress=False)
     except EventLogError as err:
         reason = str(err).removeprefix(f"{path}: ")
-        raise ValueError(
+        raise InputError(
             f"{path}: neither a trace (*.arrow) nor a Spark event log: {reason}"
         ) from err
     except UnicodeError as err:
-        raise ValueError(
+        raise InputError(
             f"{path}: neither a trace (*.arrow) nor a Spark event log: {err}"
         ) from err
 
@@ -121,12 +122,12 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
         raise FileNotFoundError(f"{path}: no such file or directory; {EXPECTED}")
     if path.is_dir():
         if not any(path.iterdir()):
-            raise ValueError(f"{path}: empty directory; {EXPECTED}")
+            raise InputError(f"{path}: empty directory; {EXPECTED}")
         if trace_files(path):
             return read_trace(path), "trace"
         return _import(path), "event log"
     if path.stat().st_size == 0:
-        raise ValueError(f"{path}: empty file; {EXPECTED}")
+        raise InputError(f"{path}: empty file; {EXPECTED}")
     if _is_arrow(path):
         return read_trace(path), "trace"
     return _import(path), "event log"
@@ -154,7 +155,7 @@ def summarize_with(
 
         return summarize_spark(trace, window_ns)
     except ImportError as err:  # pyspark (and pandas) are an optional extra
-        raise ValueError(f"the spark engine is not available: {err}") from err
+        raise InputError(f"the spark engine is not available: {err}") from err
 
 
 def hints_json(hints: pl.DataFrame) -> list[dict[str, Any]]:
@@ -260,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         steps.step(f"reading {args.input.name}")
         trace, _ = load_input(args.input)
         if trace.is_empty():
-            raise ValueError(f"{args.input}: the trace holds no rows")
+            raise InputError(f"{args.input}: the trace holds no rows")
         steps.step("summaries and hints")
         summaries = summarize_with(
             args.engine,

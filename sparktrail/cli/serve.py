@@ -22,6 +22,7 @@ from sparktrail.dashboard.snapshots import (
     UpdateThread,
     load_report,
 )
+from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_server, add_window
 
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit code."""
     if (args.trace_dir is None) == (args.report is None):
-        raise ValueError("give either TRACE_DIR or --report OUT_DIR")
+        raise InputError("give either TRACE_DIR or --report OUT_DIR")
     thread: UpdateThread | None = None
     source: SnapshotSource
     if args.report is not None:
