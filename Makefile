@@ -8,7 +8,7 @@ EVENTLOG ?= ../shared/eventlogs/local-1532512550423
 RUN_DIR ?= .run
 
 .DEFAULT_GOAL := help
-.PHONY: help setup java-check run run-batch run-eventlog test test-fast lint bench clean
+.PHONY: help setup java-check run run-batch run-eventlog test test-fast lint wheel-check bench clean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ lint: setup ## ruff lint and format check, mypy on the packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	bash scripts/typecheck.sh
+
+wheel-check: setup ## build the wheel, install it in a fresh venv, import every module, profile the shared log
+	bash scripts/check-wheel.sh
 
 bench: setup ## run the benchmarks and print the tables for BENCHMARKS.md
 	$(PY) bench/run.py
