@@ -6,5 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tree="$root/.build/typecheck"
 rm -rf "$tree" && mkdir -p "$tree/sparktrail"
 for entry in "$root"/sparktrail/*; do ln -s "$entry" "$tree/sparktrail/"; done
-for stage in tracer pag summaries engines dashboard; do ln -s "$root/$stage" "$tree/sparktrail/$stage"; done
+# The stage folders, as setup.py maps them (every key but sparktrail itself).
+stages=$(cd "$root" && python3 -c 'import ast; t = ast.parse(open("setup.py").read())
+d = next(n.value for n in t.body if isinstance(n, ast.Assign) and n.targets[0].id == "STAGES")
+print(" ".join(k for k in ast.literal_eval(d) if k != "sparktrail"))')
+for stage in $stages; do ln -s "$root/$stage" "$tree/sparktrail/$stage"; done
 cd "$tree" && "$root/.venv/bin/mypy" --config-file "$root/pyproject.toml" -p sparktrail
