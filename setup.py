@@ -26,7 +26,10 @@ def stage_packages() -> list[str]:
     return packages
 
 
-setup(
-    packages=stage_packages(),
-    package_dir={package: folder for folder, package in STAGES.items()},
-)
+# Guarded so that tests can read STAGES and stage_packages (setuptools runs
+# this file as __main__).
+if __name__ == "__main__":
+    setup(
+        packages=stage_packages(),
+        package_dir={package: folder for folder, package in STAGES.items()},
+    )

@@ -1,0 +1,95 @@
+"""The layout rules of ARCHITECTURE.md, checked on the source tree."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import runpy
+from pathlib import Path
+
+import pytest
+
+from tests.paths import ROOT
+
+#: What each stage may import from (besides itself and sparktrail.errors).
+ALLOWED = {
+    "pag": set(),
+    "tracer": {"pag"},
+    "summaries": {"pag"},
+    "engines": {"pag", "summaries"},
+    "dashboard": {"pag", "summaries", "engines"},
+}
+STAGES = tuple(ALLOWED)
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _imported(path: Path) -> set[str]:
+    """Every sparktrail stage a module imports, at the top or in a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {
+        name.split(".")[1]
+        for name in names
+        if name.startswith("sparktrail.") and name.split(".")[1] in STAGES
+    }
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_imports_go_one_way(stage):
+    # GIVEN every module of a stage
+    # WHEN the sparktrail stages it imports are listed
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(_imported(path) - ALLOWED[stage] - {stage})
+        for path in _modules(stage)
+    }
+    # THEN none is downstream of it
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_the_stage_list_is_the_packaging_list():
+    setup = runpy.run_path(str(ROOT / "setup.py"), run_name="not_main")
+    assert set(setup["STAGES"]) == {*STAGES, "sparktrail"}
+
+
+def test_every_subpackage_goes_into_the_wheel():
+    # GIVEN the packages setup.py derives
+    derived = set(_packages_from_setup())
+    # WHEN every folder with an __init__.py under a stage is named as a package
+    folders = {
+        ".".join(
+            ["sparktrail"]
+            + ([] if stage == "sparktrail" else [stage])
+            + list(init.parent.relative_to(ROOT / stage).parts)
+        )
+        for stage in (*STAGES, "sparktrail")
+        for init in (ROOT / stage).rglob("__init__.py")
+    }
+    # THEN each is in the wheel
+    assert folders - derived == set()
+
+
+def _packages_from_setup() -> list[str]:
+    namespace = runpy.run_path(str(ROOT / "setup.py"), run_name="not_main")
+    return list(namespace["stage_packages"]())
+
+
+def test_no_two_modules_share_a_name():
+    # GIVEN every module of the package (not __init__ or __main__)
+    paths = [
+        p
+        for stage in (*STAGES, "sparktrail")
+        for p in _modules(stage)
+        if p.name not in ("__init__.py", "__main__.py")
+    ]
+    # THEN no two in different places have the same file name
+    by_name = collections.defaultdict(list)
+    for p in paths:
+        by_name[p.name].append(str(p.relative_to(ROOT)))
+    assert {k: v for k, v in by_name.items() if len(v) > 1} == {}
