@@ -1,6 +1,6 @@
 """``sparktrail profile`` wall time and peak memory, polars vs Spark engine.
 
-For each size, a synthetic barrier trace (:func:`synthetic.barrier_trace`,
+For each size, a synthetic barrier trace (:func:`sparktrail.synthetic.profile_trace`,
 16 workers, with a task id per local activity and a stage label, so that
 every summary and hint rule has something to read) is written to an Arrow
 trace file, then profiled in a fresh process per engine::
@@ -24,8 +24,8 @@ importable ``sparktrail`` package, e.g. from a worktree of commit C::
 
     git worktree add /tmp/old C && mkdir -p /tmp/oldpkg
     cp -r /tmp/old/sparktrail /tmp/oldpkg/
-    for d in tracer pag summaries dashboard; do
-        ln -s /tmp/old/$d /tmp/oldpkg/sparktrail/$d; done
+    for d in tracer pag summaries engines dashboard; do
+        test -d /tmp/old/$d && ln -s /tmp/old/$d /tmp/oldpkg/sparktrail/$d; done
 
 (the runs start in the temporary directory, so the checkout's own
 ``sparktrail`` folder does not shadow ``DIR``).
