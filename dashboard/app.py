@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -524,12 +525,21 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     return app
 
 
-def serve(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
+def serve(
+    app: dash.Dash,
+    host: str = "127.0.0.1",
+    port: int = 8050,
+    *,
+    verbose: bool = False,
+) -> None:
     """Serve ``app`` on ``host:port`` with Flask's threaded server until stopped.
 
     The host is 127.0.0.1 unless told otherwise. Dash's dev tools (error
     pages with tracebacks, hot reload) and Flask's debugger and reloader
     stay off, whatever the ``DASH_*`` and ``FLASK_*`` environment says.
+    Unless ``verbose``, the terminal gets neither an access-log line per
+    request nor the development server's banners: the caller prints the
+    one line a user needs (the URL).
 
     Raises
     ------
@@ -538,6 +548,8 @@ def serve(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
     """
     if not host:
         raise InputError("the host to bind must not be empty (e.g. 127.0.0.1)")
+    if not verbose:
+        _quiet_server(app)
     app.run(
         host=host,
         port=port,
@@ -550,3 +562,11 @@ def serve(app: dash.Dash, host: str = "127.0.0.1", port: int = 8050) -> None:
         use_debugger=False,
         load_dotenv=False,
     )
+
+
+def _quiet_server(app: dash.Dash) -> None:
+    # werkzeug logs every request at INFO, Dash its URL; Flask prints a
+    # banner through flask.cli, which has no switch but this one.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    app.logger.setLevel(logging.WARNING)
+    flask.cli.show_server_banner = lambda *args, **kwargs: None

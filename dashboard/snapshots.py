@@ -337,10 +337,22 @@ class LiveLoader:
         self._activity = read_activity(pipeline.store, starts)
         return pipeline
 
-    def step(self) -> Snapshot:
-        """Poll the trace directory once and describe the result."""
+    def start(self) -> None:
+        """Open the pipeline and its store now (the first step does otherwise).
+
+        Raises
+        ------
+        InputError
+            When another process writes the store, or it holds another
+            window length.
+        """
         if self._pipeline is None:
             self._pipeline = self._start()
+
+    def step(self) -> Snapshot:
+        """Poll the trace directory once and describe the result."""
+        self.start()
+        assert self._pipeline is not None
         pipeline = self._pipeline
         closed = pipeline.poll()
         if closed:

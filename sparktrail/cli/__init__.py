@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from sparktrail.errors import InputError, SparktrailError
 from sparktrail.pag.memory import retain_freed_memory
@@ -23,8 +25,6 @@ EXIT_BAD_INPUT = 2
 #: Something the machine lacks (a JDK for the live listener).
 EXIT_ENVIRONMENT = 3
 EXIT_INTERRUPTED = 130
-#: A path that is missing or of the wrong kind is bad input too.
-BAD_PATH = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 #: Subcommand name -> module under sparktrail.cli.
 SUBCOMMANDS = {
@@ -48,21 +48,55 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sparktrail",
         description="Critical-path profiling for Apache Spark applications.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=_version())
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in SUBCOMMANDS.values():
         module = importlib.import_module(f"sparktrail.cli.{module_name}")
         module.register(subparsers)
     return parser
 
 
+def _version() -> str:
+    from sparktrail import __version__
+
+    return f"sparktrail {__version__}"
+
+
+def one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Show a warning as one line: sparktrail's messages name their own file
+    and line (``trace.arrow:12: ...``); Python's source line would not help."""
+    stream = sys.stderr if file is None else file
+    print(f"sparktrail: warning: {message}", file=stream)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    shown = warnings.showwarning
+    warnings.showwarning = one_line_warning
+    try:
+        return _run(args)
+    finally:
+        warnings.showwarning = shown
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command in WINDOW_LOOPS:
         retain_freed_memory()
     try:
         code: int = args.run(args)
+    # A path that is missing or of the wrong kind is bad input too.
     except (
         InputError,
         FileNotFoundError,

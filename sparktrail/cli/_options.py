@@ -30,6 +30,11 @@ def add_lateness(parser: argparse.ArgumentParser) -> None:
 
 
 def add_server(parser: argparse.ArgumentParser) -> None:
-    """``--host`` (127.0.0.1 unless told otherwise) and ``--port``."""
+    """``--host`` (127.0.0.1 unless told otherwise), ``--port``, ``--verbose``."""
     parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     parser.add_argument("--port", type=int, default=8050, help="default: 8050")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log every request and the web server's banners",
+    )

@@ -129,6 +129,7 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     server = threading.Thread(
         target=serve,
         args=(app, args.host, args.port),
+        kwargs={"verbose": args.verbose},
         daemon=True,  # the Flask dev server has no stop(); it ends with us
     )
     server.start()

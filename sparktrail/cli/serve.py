@@ -62,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
         source = StaticSource(load_report(args.report))
     else:
         loader = LiveLoader(args.trace_dir, args.window, args.lateness)
+        # Here, not in the thread: a store another process writes is refused
+        # in one line before anything is served.
+        loader.start()
         thread = UpdateThread(loader.step, source=str(args.trace_dir))
         thread.start()
         source = thread
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        serve(app, args.host, args.port)
+        serve(app, args.host, args.port, verbose=args.verbose)
     finally:
         if thread is not None:
             thread.stop()

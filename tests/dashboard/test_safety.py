@@ -410,7 +410,9 @@ def test_demo_serves_on_its_host(
     # GIVEN demo --serve with the server and the workload faked
     served: list[tuple[str, int]] = []
     monkeypatch.setattr(
-        app_module, "serve", lambda app, host, port: served.append((host, port))
+        app_module,
+        "serve",
+        lambda app, host, port, **options: served.append((host, port)),
     )
 
     def interrupted(spark: Any) -> None:
