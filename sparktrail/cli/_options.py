@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ._units import parse_duration_ns, parse_lateness_ns
 
-__all__ = ["add_lateness", "add_server", "add_window"]
+__all__ = ["add_lateness", "add_output", "add_server", "add_window", "output_for"]
+
+#: Suffixes an input name loses before it names an output directory.
+INPUT_SUFFIXES = (
+    ".inprogress",
+    ".compact",
+    ".zstd",
+    ".zst",
+    ".lz4",
+    ".lzf",
+    ".snappy",
+    ".gz",
+    ".json",
+    ".arrow",
+)
 
 
 def add_window(parser: argparse.ArgumentParser) -> None:
@@ -38,3 +53,35 @@ def add_server(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="log every request and the web server's banners",
     )
+
+
+def add_output(parser: argparse.ArgumentParser, what: str) -> None:
+    """``-o/--output``: a directory, by default named after the input."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help=f"{what} (default: ./<input name>-{what.split()[0]})",
+    )
+
+
+def output_for(input_path: Path, output: Path | None, kind: str) -> Path:
+    """The output directory: ``output``, else ``<input name>-<kind>`` here.
+
+    >>> output_for(Path("logs/app-1.zstd.inprogress"), None, "profile")
+    PosixPath('app-1-profile')
+    >>> output_for(Path("trace/"), Path("out"), "profile")
+    PosixPath('out')
+    """
+    if output is not None:
+        return output
+    name = input_path.resolve().name
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in INPUT_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                stripped = True
+    return Path(f"{name}-{kind}")

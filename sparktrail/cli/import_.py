@@ -9,6 +9,8 @@ from typing import Any
 from sparktrail.pag.trace import write_trace
 from sparktrail.tracer import ImportStats, follow_eventlog, import_eventlog, trace_name
 
+from ._options import add_output, output_for
+
 __all__ = ["register", "run"]
 
 
@@ -23,9 +25,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("eventlog", type=Path, help="event-log file or directory")
-    parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="trace directory to write"
-    )
+    add_output(parser, "trace directory to write")
     parser.add_argument(
         "--follow",
         action="store_true",
@@ -39,6 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import ``args.eventlog`` into ``args.output``; print a one-line summary."""
+    args.output = output_for(args.eventlog, args.output, "trace")
     stats = ImportStats()
     if args.follow:
         files = follow_eventlog(

@@ -34,7 +34,7 @@ from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
 from sparktrail.summaries import Summaries
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
-from ._options import add_window
+from ._options import add_output, add_window, output_for
 
 __all__ = ["hints_json", "load_input", "register", "run", "summarize_with"]
 
@@ -59,9 +59,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "input", type=Path, help="trace (*.arrow file or directory) or event log"
     )
-    parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="directory to write"
-    )
+    add_output(parser, "profile directory to write")
     add_window(parser)
     parser.add_argument(
         "--engine",
@@ -255,6 +253,7 @@ def print_summary(
 
 def run(args: argparse.Namespace) -> int:
     """Profile ``args.input`` into ``args.output``; returns the exit code."""
+    args.output = output_for(args.input, args.output, "profile")
     if args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
     with _progress(sys.stderr.isatty()) as steps:

@@ -126,3 +126,17 @@ def test_serve_prints_one_line_and_no_access_log(tmp_path: Path) -> None:
     assert lines == [
         f"sparktrail dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)"
     ], err
+
+
+def test_output_defaults_to_a_directory_named_after_the_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a compressed copy's name and no -o
+    monkeypatch.chdir(tmp_path)
+    # WHEN the shared log is imported and profiled without -o
+    assert main(["import", str(SHARED_LOG)]) == 0
+    assert main(["profile", str(SHARED_LOG)]) == 0
+    # THEN each went to ./<input name>-<what>
+    name = SHARED_LOG.name
+    assert (tmp_path / f"{name}-trace" / f"{name}.arrow").is_file()
+    assert (tmp_path / f"{name}-profile" / "report.html").is_file()
