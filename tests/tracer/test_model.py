@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 import sparktrail
-from sparktrail.tracer.model import ImportStats, SparkModel, master_cores
+from sparktrail.tracer.spark_model import ImportStats, SparkModel
+from sparktrail.tracer.timelines import master_cores
 
 MS = 1_000_000
 
