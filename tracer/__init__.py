@@ -21,7 +21,8 @@ import polars as pl
 from sparktrail.pag.trace import validate_trace, write_trace
 
 from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
-from .model import MS, EventError, ImportStats, SparkModel
+from .fields import MS, EventError
+from .spark_model import ImportStats, SparkModel
 
 __all__ = [
     "EventLogError",

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .jvm import CLASS_NAME, listener_classes, load_listener_class
-from .model import ImportStats
+from .spark_model import ImportStats
 
 __all__ = [
     "LiveStats",

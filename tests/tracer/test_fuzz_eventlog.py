@@ -38,7 +38,8 @@ from sparktrail.tracer import (
     import_eventlog,
 )
 from sparktrail.tracer.eventlog import MAX_LINE_WARNINGS, USED_EVENTS
-from sparktrail.tracer.model import EventError, SparkModel
+from sparktrail.tracer.fields import EventError
+from sparktrail.tracer.spark_model import SparkModel
 from tests.paths import SHARED_LOG
 
 LOG = SHARED_LOG

@@ -1,0 +1,359 @@
+"""The Spark -> PAG model (DESIGN §5): listener events in, trace rows out.
+
+:class:`SparkModel` collects the events of one application (``feed``) into
+records (:mod:`~sparktrail.tracer.app_records`), reading every field through
+:mod:`~sparktrail.tracer.fields`, and turns them into trace rows
+(``build``): each task on its slot (:mod:`~sparktrail.tracer.task_pieces`),
+the slots' gaps and the driver (:mod:`~sparktrail.tracer.timelines`).
+The rules those modules do not state:
+
+* An attempt ends once: a second ``TaskEnd`` of the same task id (Spark's
+  ``Resubmitted``, posted when the executor that holds a finished map
+  task's output is lost and the partition is run again) changes nothing;
+  the rerun is a new attempt.
+* An event with a bad field (:class:`~sparktrail.tracer.fields.EventError`)
+  changes nothing: a ``TaskEnd`` reads all its fields before it touches
+  the task.
+* Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
+  ``killed``, ``running``), ``speculative``, ``executor_id`` and
+  ``clipped_ns`` on a task's rows; ``shuffle_write_bytes`` on its
+  ``processing`` row.
+
+Assumptions
+-----------
+* Event timestamps are driver-clock milliseconds; ``Shuffle Write Time`` is
+  in nanoseconds; "Getting Result Time" is the time the driver started
+  fetching a result (0: not fetched).
+* Events arrive in log order, which is roughly time order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from .app_records import JobRecord, StageRecord, TaskRecord, metric_values, task_status
+from .fields import dict_field, int_field, list_field, opt_int, str_field, time_field
+from .task_pieces import Label, counted_attempts
+from .timelines import (
+    assign_slots,
+    driver_rows,
+    fix_driver_seqs,
+    master_cores,
+    pending_intervals,
+    slot_rows,
+)
+from .trace_rows import TraceRows
+
+__all__ = ["ImportStats", "SparkModel"]
+
+
+@dataclass
+class ImportStats:
+    """What an import read and built (filled by ``import_eventlog``).
+
+    ``clipped_tasks`` counts tasks whose end was clipped to the next launch
+    on their slot (DESIGN §5), ``clipped_ns`` the time clipped in total.
+
+    >>> ImportStats(app_id="app-1", tasks=3).summary()
+    'app-1: 3 tasks, 0 stages, 0 jobs, 0 rows, 0 clipped tasks, 0 skipped lines'
+    """
+
+    app_id: str | None = None
+    app_name: str | None = None
+    spark_version: str | None = None
+    files: int = 0
+    lines: int = 0
+    events: int = 0
+    skipped_lines: int = 0
+    jobs: int = 0
+    stages: int = 0
+    tasks: int = 0
+    executors: int = 0
+    slots: int = 0
+    rows: int = 0
+    clipped_tasks: int = 0
+    clipped_ns: int = 0
+
+    def summary(self) -> str:
+        """One line for the command line."""
+        return (
+            f"{self.app_id or '?'}: {self.tasks} tasks, {self.stages} stages, "
+            f"{self.jobs} jobs, {self.rows} rows, {self.clipped_tasks} clipped "
+            f"tasks, {self.skipped_lines} skipped lines"
+        )
+
+
+class SparkModel:
+    """Collect one application's listener events and build its trace.
+
+    Examples
+    --------
+    An application that ran no job spent its whole time in driver code:
+
+    >>> m = SparkModel()
+    >>> m.feed({"Event": "SparkListenerApplicationStart", "Timestamp": 0,
+    ...     "App ID": "app-1"})
+    >>> m.feed({"Event": "SparkListenerApplicationEnd", "Timestamp": 5})
+    >>> m.build(final=True).select("src_worker", "end_ns", "activity").rows()
+    [('driver', 5000000, 'driver')]
+    """
+
+    def __init__(self) -> None:
+        self.stats = ImportStats()
+        self.app_start_ms: int | None = None
+        self.app_end_ms: int | None = None
+        self.master: str | None = None
+        self.executor_cores: dict[str, int] = {}
+        self.tasks: dict[int, TaskRecord] = {}
+        self.stages: dict[tuple[int, int], StageRecord] = {}
+        self.stage_names: dict[int, str] = {}
+        self.stage_job: dict[int, int] = {}
+        self.jobs: dict[int, JobRecord] = {}
+        self.max_ms = 0
+        self._counted: set[int] = set()  # tasks whose records count (build)
+        self._order = 0
+        self._handlers = {
+            "SparkListenerApplicationStart": self._app_start,
+            "SparkListenerApplicationEnd": self._app_end,
+            "SparkListenerEnvironmentUpdate": self._environment,
+            "SparkListenerExecutorAdded": self._executor_added,
+            "SparkListenerJobStart": self._job_start,
+            "SparkListenerJobEnd": self._job_end,
+            "SparkListenerStageSubmitted": self._stage_submitted,
+            "SparkListenerStageCompleted": self._stage_completed,
+            "SparkListenerTaskStart": self._task_start,
+            "SparkListenerTaskEnd": self._task_end,
+        }
+
+    # -- events --------------------------------------------------------------
+
+    def feed(self, event: dict[str, Any]) -> None:
+        """Take one listener event (unused kinds are ignored)."""
+        self._order += 2
+        handler = self._handlers.get(event.get("Event", ""))
+        if handler is not None:
+            handler(event)
+
+    def _seen(self, ms: int | None) -> None:
+        if ms is not None and ms > self.max_ms:
+            self.max_ms = ms
+
+    def _app_start(self, e: dict[str, Any]) -> None:
+        start = time_field(e, "Timestamp")
+        app_id, name = str_field(e, "App ID"), str_field(e, "App Name")
+        self.app_start_ms = start
+        self.stats.app_id = app_id or self.stats.app_id
+        self.stats.app_name = name
+        self._seen(self.app_start_ms)
+
+    def _app_end(self, e: dict[str, Any]) -> None:
+        self.app_end_ms = time_field(e, "Timestamp")
+        self._seen(self.app_end_ms)
+
+    def _environment(self, e: dict[str, Any]) -> None:
+        props = e.get("Spark Properties")
+        if isinstance(props, dict):
+            self.master = str_field(props, "spark.master")
+        elif isinstance(props, list):  # very old logs: [[key, value], ...]
+            for pair in props:
+                if isinstance(pair, list) and pair[:1] == ["spark.master"]:
+                    value = pair[1] if len(pair) > 1 else None
+                    self.master = str_field({"spark.master": value}, "spark.master")
+
+    def _executor_added(self, e: dict[str, Any]) -> None:
+        info = e.get("Executor Info")
+        cores = opt_int(info, "Total Cores") if isinstance(info, dict) else None
+        if cores is not None and cores > 0:
+            self.executor_cores[str(e.get("Executor ID"))] = cores
+
+    def _job_start(self, e: dict[str, Any]) -> None:
+        job = opt_int(e, "Job ID")
+        if job is None:
+            return
+        start = time_field(e, "Submission Time")
+        infos = list_field(e, "Stage Infos") or []
+        ids = list_field(e, "Stage IDs") or [
+            s.get("Stage ID") for s in infos if isinstance(s, dict)
+        ]
+        record = self.jobs.setdefault(job, JobRecord())
+        record.start_ms, record.start_order = start, self._order
+        self._seen(start)
+        for sid in ids:
+            if isinstance(sid, int):
+                self.stage_job[sid] = job
+        for info in infos:
+            name = info.get("Stage Name") if isinstance(info, dict) else None
+            if isinstance(name, str) and isinstance(info.get("Stage ID"), int):
+                self.stage_names.setdefault(info["Stage ID"], name)
+
+    def _job_end(self, e: dict[str, Any]) -> None:
+        job = opt_int(e, "Job ID")
+        end = time_field(e, "Completion Time")
+        if job is not None:
+            record = self.jobs.setdefault(job, JobRecord())
+            record.end_ms, record.end_order = end, self._order
+            self._seen(end)
+
+    def _stage(self, info: dict[str, Any]) -> tuple[int, StageRecord] | None:
+        sid = opt_int(info, "Stage ID")
+        if sid is None:
+            return None
+        attempt = int_field(info, "Stage Attempt ID")
+        name = str_field(info, "Stage Name")
+        tasks = opt_int(info, "Number of Tasks")
+        stage = self.stages.setdefault((sid, attempt), StageRecord())
+        stage.name = name or stage.name
+        if stage.name:
+            self.stage_names[sid] = stage.name
+        stage.num_tasks = tasks or stage.num_tasks
+        return sid, stage
+
+    def _stage_submitted(self, e: dict[str, Any]) -> None:
+        info = dict_field(e, "Stage Info") or {}
+        submitted = time_field(info, "Submission Time")
+        found = self._stage(info)
+        if found:
+            found[1].submitted_ms = submitted
+
+    def _stage_completed(self, e: dict[str, Any]) -> None:
+        info = dict_field(e, "Stage Info") or {}
+        completed = time_field(info, "Completion Time")
+        found = self._stage(info)
+        if found:
+            found[1].completed_ms = completed
+            self._seen(found[1].completed_ms)
+
+    def _task(self, e: dict[str, Any], info: dict[str, Any]) -> TaskRecord | None:
+        tid, launch = opt_int(info, "Task ID"), time_field(info, "Launch Time")
+        if tid is None or launch is None:
+            return None
+        task = self.tasks.get(tid)
+        if task is None:
+            index = opt_int(info, "Index")
+            partition = opt_int(info, "Partition ID")
+            task = TaskRecord(
+                task_id=tid,
+                stage_id=int_field(e, "Stage ID"),
+                stage_attempt=int_field(e, "Stage Attempt ID"),
+                index=index,
+                partition=index if partition is None or partition < 0 else partition,
+                attempt=opt_int(info, "Attempt"),
+                executor_id=str(info.get("Executor ID")),
+                speculative=bool(info.get("Speculative", False)),
+                launch_ms=launch,
+                order=self._order,
+            )
+            self.tasks[tid] = task
+            self._seen(launch)
+            self._launched(task)
+        return task
+
+    def _launched(self, task: TaskRecord) -> None:
+        key = (task.stage_id, task.stage_attempt)
+        stage = self.stages.setdefault(key, StageRecord())
+        if stage.submitted_ms is None:
+            stage.submitted_ms = task.launch_ms
+        if task.index is not None and stage.all_launched_ms is None:
+            stage.launched.add(task.index)
+            if stage.num_tasks is not None and len(stage.launched) >= stage.num_tasks:
+                stage.all_launched_ms = task.launch_ms
+
+    def _task_start(self, e: dict[str, Any]) -> None:
+        info = dict_field(e, "Task Info")
+        if info is not None:
+            self._task(e, info)
+
+    def _task_end(self, e: dict[str, Any]) -> None:
+        info = dict_field(e, "Task Info")
+        if info is None:
+            return
+        tid = opt_int(info, "Task ID")
+        known = self.tasks.get(tid) if tid is not None else None
+        if known is not None and known.finish_ms is not None:
+            return  # ended already: Resubmitted (see the module docstring)
+        # Read every field first: a bad one skips the event, changing nothing.
+        finish = time_field(info, "Finish Time")
+        getting = time_field(info, "Getting Result Time")
+        metrics = dict_field(e, "Task Metrics")
+        measured = metric_values(metrics) if metrics is not None else {}
+        task = self._task(e, info)
+        if task is None:
+            return
+        if task.order == self._order:  # no TaskStart seen: launch just before
+            task.order -= 1
+        task.finish_ms = max(finish, task.launch_ms) if finish else task.launch_ms
+        task.end_order = self._order
+        task.status = task_status(e, info)
+        task.getting_result_at = getting or 0
+        for name, value in measured.items():
+            setattr(task, name, value)
+        self._seen(task.finish_ms)
+
+    # -- build ---------------------------------------------------------------
+
+    def build(self, final: bool = True, settled: bool = False) -> pl.DataFrame:
+        """Turn the events fed so far into trace rows.
+
+        Parameters
+        ----------
+        final
+            The log is complete (or will not grow): unfinished tasks run to
+            the application's end and the driver timeline closes there. With
+            ``False`` unfinished tasks get only their launch edge and the
+            driver timeline stops at its last event.
+        settled
+            Add a column ``settled_ns``: the time of the event that fixed the
+            row (a task's rows are fixed by its finish, a slot's gap by the
+            next launch). Rows settled before the latest event time never
+            change when more events arrive (for ``--follow``).
+
+        Returns
+        -------
+        polars.DataFrame
+            Trace rows sorted by ``(start_ns, src_worker)`` (not validated).
+        """
+        end_ms = self._end_ms()
+        rows = TraceRows()
+        ordered = sorted(self.tasks.values(), key=lambda t: (t.launch_ms, t.order))
+        self._counted = counted_attempts(self.tasks.values())
+        stats = self.stats
+        slots, stats.clipped_tasks, stats.clipped_ns = assign_slots(
+            ordered, final, end_ms, self._cores
+        )
+        pending = pending_intervals(self.stages.values(), final, end_ms)
+        for worker, tasks in slots.items():
+            slot_rows(rows, worker, tasks, pending, self._label, self._counted)
+        seq_of = driver_rows(rows, self.jobs, ordered, self.app_start_ms, final, end_ms)
+        fix_driver_seqs(rows, seq_of)
+        stats.tasks = len(self.tasks)
+        stats.jobs = len(self.jobs)
+        stats.stages = len({sid for sid, _ in self.stages})
+        stats.slots = len(slots)
+        stats.executors = len({t.executor_id for t in self.tasks.values()})
+        frame = rows.frame().sort(
+            "start_ns", "src_worker", "src_seq", "dst_seq", maintain_order=True
+        )
+        if not settled:
+            frame = frame.drop("settled_ns")
+        stats.rows = frame.height
+        return frame
+
+    def _end_ms(self) -> int:
+        end = self.app_end_ms if self.app_end_ms is not None else self.max_ms
+        return max(end, self.max_ms)
+
+    def _cores(self, executor: str) -> int | None:
+        cores = self.executor_cores.get(executor)
+        if cores is None and (executor == "driver" or self.master):
+            cores = master_cores(self.master)
+        return cores
+
+    def _label(self, task: TaskRecord) -> Label:
+        name = self.stage_names.get(task.stage_id)
+        operator = (
+            f"stage {task.stage_id}: {name}" if name else f"stage {task.stage_id}"
+        )
+        return operator, self.stage_job.get(task.stage_id), task.stage_id

@@ -1,0 +1,348 @@
+"""Slots, their gaps and the driver's timeline as trace rows (DESIGN §5).
+
+* Slots: an executor has ``Total Cores`` slots (``ExecutorAdded``); the local
+  executor ``driver`` falls back to ``local[N]`` of ``spark.master``; with no
+  core count the slots grow to the highest concurrency seen. A launch takes
+  the lowest free slot; with none free (and the cap reached) it takes the
+  slot that frees first and the task there is *clipped*: it ends at this
+  launch, and the clipped time (driver-side result handling, part of Spark's
+  scheduler delay) is taken from that task's ``scheduling`` piece first
+  (:mod:`~sparktrail.tracer.task_pieces`).
+* A slot's gap between two tasks is ``scheduling`` while some submitted
+  stage has partitions not yet launched, else ``waiting``. Before its first
+  and after its last task a slot has no rows (uncovered: waiting).
+* Driver: each gap between consecutive driver events (application start,
+  job start/end, launches, completions, application end) is named by the
+  event that ends it: a launch -> ``scheduling``, a completion ->
+  ``waiting``, anything else -> ``scheduling`` while a job runs, else
+  ``driver``.
+* seq: every vertex of a worker gets the next value of that worker's
+  counter (the driver's events in (time, log order)), so equal timestamps
+  never make a cycle.
+
+Assumptions
+-----------
+* Tasks come in launch order, ``(launch_ms, order)``.
+* Times are ms in the records and ns in the rows; ``INF`` is the end of a
+  task that has not finished while the log still grows.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .app_records import JobRecord, StageRecord, TaskRecord
+from .fields import INF, MS
+from .task_pieces import Label, task_rows
+from .trace_rows import TraceRows
+
+__all__ = [
+    "Slots",
+    "assign_slots",
+    "driver_rows",
+    "fix_driver_seqs",
+    "master_cores",
+    "pending_intervals",
+    "slot_rows",
+]
+
+_LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:\s*,\s*\d+)?\])?$")
+_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*\d+\s*,\s*(\d+)\s*,")
+
+# Driver event kinds, in tie order they never need (order breaks ties).
+_START, _JOB_START, _JOB_END, _LAUNCH, _COMPLETION, _END = range(6)
+
+#: Each slot's (task, end_ns, clipped_ns) in launch order, by worker name.
+Slots = dict[str, list[tuple[TaskRecord, int, int]]]
+
+
+def master_cores(master: str | None) -> int | None:
+    """Cores per executor that ``spark.master`` implies, if it says.
+
+    >>> master_cores("local[4]"), master_cores("local"), master_cores("local[*]")
+    (4, 1, None)
+    """
+    if not master:
+        return None
+    master = master.strip()
+    match = _LOCAL.match(master)
+    if match:
+        count = match.group(1)
+        if count is None:
+            return 1
+        return None if count == "*" else int(count)
+    match = _LOCAL_CLUSTER.match(master)
+    return int(match.group(1)) if match else None
+
+
+def assign_slots(
+    ordered: list[TaskRecord],
+    final: bool,
+    end_ms: int,
+    cores: Callable[[str], int | None],
+) -> tuple[Slots, int, int]:
+    """Map each slot to its (task, end_ns, clipped_ns) in launch order.
+
+    ``cores`` gives an executor's slot count (``None``: unknown, grow).
+    Also returns the number of finished tasks clipped and the ns clipped.
+
+    >>> t = [TaskRecord(i, 0, 0, i, i, 0, "1", False, 10 * i, i, finish_ms=15)
+    ...     for i in range(2)]
+    >>> slots, tasks, ns = assign_slots(t, True, 20, lambda ex: 1)
+    >>> [(w, [(r.task_id, e // MS, c // MS) for r, e, c in s])
+    ...     for w, s in slots.items()], tasks, ns // MS
+    ([('exec-1/0', [(0, 10, 5), (1, 15, 0)])], 1, 5)
+    """
+    free_at: dict[str, list[int]] = {}
+    placed: dict[str, list[list[Any]]] = {}
+    clipped_tasks = clipped_ns = 0
+    for task in ordered:
+        ex = task.executor_id
+        busy = free_at.setdefault(ex, [])
+        launch = task.launch_ms * MS
+        slot = next((k for k, t in enumerate(busy) if t <= launch), None)
+        if slot is None:
+            cap = cores(ex)
+            if cap is None or len(busy) < cap:
+                slot = len(busy)
+                busy.append(0)
+                placed[f"exec-{ex}/{slot}"] = []
+            else:
+                slot = min(range(len(busy)), key=busy.__getitem__)
+                previous = placed[f"exec-{ex}/{slot}"][-1]
+                previous[2] = busy[slot] - launch
+                previous[1] = launch
+        finish = task.finish_ms if task.finish_ms is not None else None
+        end = (end_ms * MS if final else INF) if finish is None else finish * MS
+        busy[slot] = end
+        placed[f"exec-{ex}/{slot}"].append([task, end, 0])
+    out: Slots = {}
+    for worker, items in placed.items():
+        out[worker] = [(t, e, c) for t, e, c in items]
+        for t, _, c in items:
+            if c > 0 and t.finish_ms is not None:
+                clipped_tasks += 1
+                clipped_ns += c
+    return out, clipped_tasks, clipped_ns
+
+
+def pending_intervals(
+    stages: Iterable[StageRecord], final: bool, end_ms: int
+) -> list[tuple[int, int]]:
+    """Merged times (ns) when some submitted stage has unlaunched tasks.
+
+    >>> pending_intervals([StageRecord(submitted_ms=1, all_launched_ms=3),
+    ...     StageRecord(submitted_ms=2, completed_ms=4)], True, 9)
+    [(1000000, 4000000)]
+    """
+    spans = []
+    for stage in stages:
+        if stage.submitted_ms is None:
+            continue
+        stop = stage.all_launched_ms
+        if stop is None:
+            stop = stage.completed_ms
+        if stop is None:
+            stop = end_ms if final else INF // MS
+        spans.append((stage.submitted_ms * MS, stop * MS))
+    merged: list[tuple[int, int]] = []
+    for start, stop in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        elif stop > start:
+            merged.append((start, stop))
+    return merged
+
+
+def slot_rows(
+    rows: TraceRows,
+    worker: str,
+    tasks: list[tuple[TaskRecord, int, int]],
+    pending: list[tuple[int, int]],
+    label: Callable[[TaskRecord], Label],
+    counted: set[int],
+) -> None:
+    """Add a slot's rows: its tasks and the gaps between them.
+
+    ``label`` names a task's operator, job and stage; ``counted`` holds the
+    task ids whose records count.
+    """
+    seq = 0
+    prev_end: int | None = None
+    for task, end, clipped in tasks:
+        launch = task.launch_ms * MS
+        task_label = label(task)
+        if prev_end is not None:
+            seq = _gap_rows(rows, worker, prev_end, launch, seq, pending, task_label)
+        seq = task_rows(
+            rows,
+            worker,
+            task,
+            end,
+            clipped,
+            seq,
+            task_label,
+            task.task_id in counted,
+        )
+        # The next gap starts where this task left the slot, if it did.
+        prev_end = None if end >= INF else end
+
+
+def _gap_rows(
+    rows: TraceRows,
+    worker: str,
+    start: int,
+    stop: int,
+    seq: int,
+    pending: list[tuple[int, int]],
+    label: Label,
+) -> int:
+    """Rows for a slot's idle gap [start, stop]; returns the seq after it."""
+    if stop <= start:
+        rows.add(
+            worker,
+            worker,
+            start,
+            start,
+            "scheduling",
+            seq,
+            seq + 1,
+            job_stage=label,
+            settled=stop,
+        )
+        return seq + 1
+    cuts = [start]
+    k = max(0, bisect.bisect_right(pending, (start, INF)) - 1)
+    while k < len(pending) and pending[k][0] < stop:
+        lo, hi = max(pending[k][0], start), min(pending[k][1], stop)
+        if lo < hi:
+            cuts.extend(x for x in (lo, hi) if x != cuts[-1])
+        k += 1
+    if cuts[-1] != stop:
+        cuts.append(stop)
+    for a, b in itertools.pairwise(cuts):
+        if _covered(pending, a, b):
+            rows.add(
+                worker,
+                worker,
+                a,
+                b,
+                "scheduling",
+                seq,
+                seq + 1,
+                job_stage=label,
+                settled=stop,
+            )
+        else:
+            rows.add(worker, worker, a, b, "waiting", seq, seq + 1, settled=stop)
+        seq += 1
+    return seq
+
+
+def _covered(pending: list[tuple[int, int]], a: int, b: int) -> bool:
+    k = bisect.bisect_right(pending, (a, INF)) - 1
+    return k >= 0 and pending[k][0] <= a and b <= pending[k][1]
+
+
+@dataclass
+class _DriverEvent:
+    time_ms: int
+    order: int
+    kind: int
+    task: TaskRecord | None = None
+    job_id: int | None = None
+
+
+def driver_rows(
+    rows: TraceRows,
+    jobs: dict[int, JobRecord],
+    ordered: list[TaskRecord],
+    app_start_ms: int | None,
+    final: bool,
+    end_ms: int,
+) -> dict[tuple[int, int], int]:
+    """Add the driver's rows; returns its seq for each launch and completion.
+
+    The returned map, keyed by (task id, event kind), is what
+    :func:`fix_driver_seqs` needs.
+    """
+    events = _driver_events(jobs, ordered, app_start_ms, final, end_ms)
+    seq_of: dict[tuple[int, int], int] = {}
+    for i, ev in enumerate(events):
+        if ev.task is not None:
+            seq_of[(ev.task.task_id, ev.kind)] = i
+    running: dict[int, int] = {}
+    last_job: int | None = None
+    for i in range(len(events) - 1):
+        ev, nxt = events[i], events[i + 1]
+        if ev.kind == _JOB_START and ev.job_id is not None:
+            running[ev.job_id] = running.get(ev.job_id, 0) + 1
+            last_job = ev.job_id
+        elif ev.kind == _JOB_END and ev.job_id in running:
+            running.pop(ev.job_id)
+        if nxt.kind == _LAUNCH:
+            activity = "scheduling"
+        elif nxt.kind == _COMPLETION:
+            activity = "waiting"
+        else:
+            activity = "scheduling" if running else "driver"
+        job = (last_job if last_job in running else max(running)) if running else None
+        rows.add(
+            "driver",
+            "driver",
+            ev.time_ms * MS,
+            nxt.time_ms * MS,
+            activity,
+            i,
+            i + 1,
+            job_stage=(None, job, None),
+        )
+    return seq_of
+
+
+def _driver_events(
+    jobs: dict[int, JobRecord],
+    ordered: list[TaskRecord],
+    app_start_ms: int | None,
+    final: bool,
+    end_ms: int,
+) -> list[_DriverEvent]:
+    events: list[_DriverEvent] = []
+    for job, rec in jobs.items():
+        if rec.start_ms is not None:
+            events.append(
+                _DriverEvent(rec.start_ms, rec.start_order, _JOB_START, job_id=job)
+            )
+        if rec.end_ms is not None:
+            events.append(_DriverEvent(rec.end_ms, rec.end_order, _JOB_END, job_id=job))
+    for task in ordered:
+        events.append(_DriverEvent(task.launch_ms, task.order, _LAUNCH, task))
+        if task.finish_ms is not None:
+            events.append(
+                _DriverEvent(task.finish_ms, task.end_order, _COMPLETION, task)
+            )
+    first = min((e.time_ms for e in events), default=end_ms)
+    start = app_start_ms if app_start_ms is not None else first
+    events.append(_DriverEvent(min(start, first), -1, _START))
+    if final:
+        events.append(_DriverEvent(end_ms, 1 << 62, _END))
+    events.sort(key=lambda e: (e.time_ms, e.order, e.kind))
+    return events
+
+
+def fix_driver_seqs(rows: TraceRows, seq_of: dict[tuple[int, int], int]) -> None:
+    """Put the driver's seq on control rows (added with -1 as a placeholder)."""
+    c = rows.cols
+    for i, activity in enumerate(c["activity"]):
+        if activity != "control":
+            continue
+        tid = c["task_id"][i]
+        if c["src_worker"][i] == "driver":
+            c["src_seq"][i] = seq_of[(tid, _LAUNCH)]
+        else:
+            c["dst_seq"][i] = seq_of[(tid, _COMPLETION)]

@@ -1,0 +1,130 @@
+"""Collecting trace rows (DESIGN §3) as the model builds them.
+
+The model adds rows one at a time from several places (a task's pieces, a
+slot's gaps, the driver's timeline) and patches the driver's sequence
+numbers in at the end, so rows go into a list of tuples and are turned
+into columns once, then into a polars frame.
+
+Assumptions
+-----------
+* Columns are the trace schema plus the tracer's extra columns
+  (:data:`TASK_COLUMNS`, ``shuffle_write_bytes``) and ``settled_ns``, the
+  time of the event that fixed the row (for ``--follow``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+__all__ = ["TASK_COLUMNS", "TraceRows"]
+
+#: Columns that describe the task attempt a row belongs to (null otherwise).
+TASK_COLUMNS = (
+    "task_id",
+    "partition",
+    "attempt",
+    "status",
+    "speculative",
+    "executor_id",
+    "clipped_ns",
+)
+_NO_TASK = (None,) * len(TASK_COLUMNS)
+
+
+class TraceRows:
+    """Columnar accumulation of trace rows.
+
+    >>> rows = TraceRows()
+    >>> rows.add("driver", "driver", 0, 5, "driver", 0, 1)
+    >>> rows.frame().select("src_worker", "end_ns", "settled_ns").rows()
+    [('driver', 5, 5)]
+    """
+
+    COLUMNS = (
+        "src_worker",
+        "dst_worker",
+        "start_ns",
+        "end_ns",
+        "activity",
+        "src_seq",
+        "dst_seq",
+        "operator",
+        "job_id",
+        "stage_id",
+        "records",
+        "bytes",
+        "shuffle_write_bytes",
+        *TASK_COLUMNS,
+        "settled_ns",
+    )
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self._cols: dict[str, list[Any]] | None = None
+
+    def add(
+        self,
+        src: str,
+        dst: str,
+        start: int,
+        end: int,
+        activity: str,
+        src_seq: int,
+        dst_seq: int,
+        task: tuple[Any, ...] | None = None,
+        job_stage: tuple[str | None, int | None, int | None] = (None, None, None),
+        work: tuple[int | None, int | None, int | None] = (None, None, None),
+        settled: int | None = None,
+    ) -> None:
+        """Add one row; ``settled`` defaults to its end.
+
+        ``task`` holds the :data:`TASK_COLUMNS` values, ``job_stage`` the
+        operator, job and stage, ``work`` the records, bytes and shuffle
+        write bytes.
+        """
+        self.rows.append(
+            (
+                src,
+                dst,
+                start,
+                end,
+                activity,
+                src_seq,
+                dst_seq,
+                *job_stage,
+                *work,
+                *(task or _NO_TASK),
+                end if settled is None else settled,
+            )
+        )
+
+    @property
+    def cols(self) -> dict[str, list[Any]]:
+        """The rows as columns (transposed once, after the last ``add``)."""
+        if self._cols is None:
+            columns = (
+                zip(*self.rows, strict=True) if self.rows else [()] * len(self.COLUMNS)
+            )
+            self._cols = {
+                name: list(values)
+                for name, values in zip(self.COLUMNS, columns, strict=True)
+            }
+        return self._cols
+
+    def frame(self) -> pl.DataFrame:
+        """The rows as a frame (strings, a boolean, the rest Int64)."""
+        schema = {
+            "src_worker": pl.String,
+            "dst_worker": pl.String,
+            "activity": pl.String,
+            "operator": pl.String,
+            "status": pl.String,
+            "executor_id": pl.String,
+            "speculative": pl.Boolean,
+        }
+        return pl.DataFrame(
+            self.cols,
+            schema={c: schema.get(c, pl.Int64) for c in self.COLUMNS},
+        )
