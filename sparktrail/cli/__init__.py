@@ -12,7 +12,6 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import TextIO
 
 from sparktrail.errors import InputError, SparktrailError
 from sparktrail.pag.memory import retain_freed_memory
@@ -67,13 +66,11 @@ def one_line_warning(
     category: type[Warning],
     filename: str,
     lineno: int,
-    file: TextIO | None = None,
     line: str | None = None,
-) -> None:
-    """Show a warning as one line: sparktrail's messages name their own file
-    and line (``trace.arrow:12: ...``); Python's source line would not help."""
-    stream = sys.stderr if file is None else file
-    print(f"sparktrail: warning: {message}", file=stream)
+) -> str:
+    """A warning as one line: sparktrail's messages name their own file and
+    line (``trace.arrow:12: ...``); Python's source line would not help."""
+    return f"sparktrail: warning: {message}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,12 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    shown = warnings.showwarning
-    warnings.showwarning = one_line_warning
+    # The format, not showwarning: code that records warnings still does.
+    formatted = warnings.formatwarning
+    warnings.formatwarning = one_line_warning
     try:
         return _run(args)
     finally:
-        warnings.showwarning = shown
+        warnings.formatwarning = formatted
 
 
 def _run(args: argparse.Namespace) -> int:
