@@ -14,7 +14,7 @@ from sparktrail.pag.participation import _check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
-from sparktrail.pag.windows import coarse_range, last_event, to_trace_rows
+from sparktrail.pag.windows import coarse_range, to_trace_rows
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions, Summaries
@@ -138,13 +138,13 @@ def window_batches(
     # Times only (no worker columns): an instant on a boundary lies in the
     # window before it too (and a row starting on one needs no earlier
     # batch, but is harmless in it).
-    k = coarse_range(window_ns, origin_ns)[0].alias("k")
+    lo, hi = coarse_range(window_ns, origin_ns)
+    k = lo.alias("k")
     counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // batch_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
-    last = int(trace.select(last_event.max()).item())
-    end = max(int(windows[-1]), (last - origin_ns) // window_ns) + 1
+    end = max(int(windows[-1]), int(trace.select(hi.max()).item())) + 1
     bounds = [*(int(f) for f in firsts), end]
     return [
         (origin_ns + a * window_ns, origin_ns + b * window_ns)
