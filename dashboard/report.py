@@ -32,6 +32,9 @@ import polars as pl
 
 from sparktrail.engines.store import SUMMARY_FRAMES
 from sparktrail.pag import critical_participation
+from sparktrail.pag.trace import validate_trace
+from sparktrail.pag.window_rows import batch_cp, trace_extent
+from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 
 from . import figures
@@ -107,11 +110,12 @@ def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
 def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
     """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
 
-    Only the rows that touch the window go into the computation, so this
-    costs one window, not the whole trace. Windows that have a path get
-    the same CP as in :func:`~sparktrail.pag.critical_participation` over
-    the whole trace (the trace's extent only moves the frontier of a
-    window with no path at its start or end).
+    Only the rows that touch the window go into the computation
+    (:func:`~sparktrail.pag.window_rows.batch_cp` of the one window, the
+    pag rules' own path), so this costs one window, not the whole trace.
+    A listed window of the trace gets the same CP as in
+    :func:`~sparktrail.pag.critical_participation` over the whole trace;
+    ``edge_index`` is the row of ``trace``.
 
     Examples
     --------
@@ -121,26 +125,15 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
     >>> window_cp(t, 10, 20).select("activity", "cp").rows()
     [('gc', 1.0)]
     """
-    local = pl.col("src_worker") == pl.col("dst_worker")
-    rows = trace.with_row_index("_row").filter(
-        (pl.col("end_ns") >= start_ns)
-        & (pl.col("start_ns") <= end_ns)
-        & (local | (pl.col("end_ns") <= end_ns))
+    frame = validate_trace(trace)
+    if frame.is_empty():
+        return critical_participation(frame, end_ns - start_ns, start_ns)
+    # The window is window 0 of windows from start_ns: an instant on
+    # start_ns lies in it (as it does in the trace's own windows).
+    cp, rows = batch_cp(
+        frame, end_ns - start_ns, start_ns, start_ns, end_ns, trace_extent(frame)
     )
-    # Local activities past the window end would open the next window
-    # (and a warning that it has no path); the window clips them anyway.
-    rows = rows.with_columns(
-        pl.when(local)
-        .then(pl.min_horizontal("end_ns", pl.lit(end_ns)))
-        .otherwise(pl.col("end_ns"))
-        .alias("end_ns")
-    )
-    cp = critical_participation(rows.drop("_row"), end_ns - start_ns, start_ns)
-    cp = cp.filter(pl.col("window_start_ns") == start_ns)
-    # Give edge_index its meaning in the whole trace: the row number there.
-    return cp.with_columns(
-        rows["_row"].cast(pl.Int64).gather(cp["edge_index"]).alias("edge_index")
-    )
+    return to_trace_rows(cp, rows)
 
 
 def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Path:

@@ -13,12 +13,8 @@ from sparktrail.errors import InputError
 from sparktrail.pag.participation import _check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
-from sparktrail.pag.window_rows import (
-    batch_cp,
-    first_event,
-    last_event,
-    trace_extent,
-)
+from sparktrail.pag.window_rows import batch_cp, trace_extent
+from sparktrail.pag.windows import coarse_range, to_trace_rows
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions, Summaries
@@ -107,9 +103,7 @@ def summarize(
     for done, (ts, te) in enumerate(batches, 1):
         cp, rows = batch_cp(frame, window, origin, ts, te, extent)
         # edge_index of the whole trace: the hints name driver rows by it.
-        cp = cp.with_columns(
-            rows["trace_row"].gather(cp["edge_index"]).alias("edge_index")
-        )
+        cp = to_trace_rows(cp, rows)
         del rows
         parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
         del cp
@@ -129,9 +123,11 @@ def window_batches(
 ) -> list[tuple[int, int]]:
     """Runs of windows ``[ts, te)`` with about ``batch_rows`` rows each.
 
-    A row counts in the earliest window holding its first event; the runs
-    cover every window from the first row's to the one holding the last event,
-    and a window with more rows than ``batch_rows`` is a run of its own.
+    A row counts in the first window of its
+    :func:`~sparktrail.pag.windows.coarse_range` (the earliest window its
+    first event may lie in); the runs cover every window from the first
+    row's to the one holding the last event, and a window with more rows
+    than ``batch_rows`` is a run of its own.
 
     >>> t = pl.DataFrame({"start_ns": [0, 1, 5, 12], "end_ns": [1, 2, 6, 19]})
     >>> window_batches(t, 4, 0, 2)
@@ -139,15 +135,16 @@ def window_batches(
     """
     if trace.is_empty():
         return []
-    # An instant on a boundary lies in the window before it too (and a row
-    # starting on one needs no earlier batch, but is harmless in it).
-    k = ((first_event - origin_ns - 1) // window_ns).clip(lower_bound=0).alias("k")
+    # Times only (no worker columns): an instant on a boundary lies in the
+    # window before it too (and a row starting on one needs no earlier
+    # batch, but is harmless in it).
+    lo, hi = coarse_range(window_ns, origin_ns)
+    k = lo.alias("k")
     counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // batch_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
-    last = int(trace.select(last_event.max()).item())
-    end = max(int(windows[-1]), (last - origin_ns) // window_ns) + 1
+    end = max(int(windows[-1]), int(trace.select(hi.max()).item())) + 1
     bounds = [*(int(f) for f in firsts), end]
     return [
         (origin_ns + a * window_ns, origin_ns + b * window_ns)

@@ -77,22 +77,28 @@ from typing import Any
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag import CycleError, critical_participation
-from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag import CycleError
+from sparktrail.pag.participation import _check_window
 from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
-from sparktrail.pag.window_rows import (
-    clip,
+from sparktrail.pag.window_rows import batch_cp
+from sparktrail.pag.windows import (
     first_event,
-    is_interval,
     last_event,
-    touching,
+    listed_windows,
+    to_trace_rows,
 )
 from sparktrail.summaries.finish import summaries_from_cp
 from sparktrail.summaries.result import HintOptions
 
 from .store import StoredWindow, WindowStore, store_dir
 
-__all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "ClosedWindow",
+    "OnlinePipeline",
+    "TraceFileWarning",
+    "listed_windows",  # owned by sparktrail.pag.windows
+]
 
 CHECKPOINT_VERSION = 1
 ROW = "_row"  # global row number, carried through as an extra trace column
@@ -141,42 +147,6 @@ def _ceil(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def listed_windows(rows: pl.DataFrame, window_ns: int, lo: int, hi: int) -> list[int]:
-    """Starts of the windows in ``[lo, hi)`` that ``rows`` make exist.
-
-    A window exists when a local activity of positive length overlaps it,
-    or an instant (message) lies in it and it is the earliest window that
-    holds both ends (:mod:`~sparktrail.pag.snapshot`).
-
-    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
-    ...     "start_ns": [0, 25], "end_ns": [15, 28], "activity": ["gc", "data"]})
-    >>> listed_windows(t, 10, 0, 40)
-    [0, 10, 20]
-    """
-    if rows.is_empty():
-        return []
-    w = window_ns
-    first = (
-        pl.when(is_interval)
-        .then(pl.col("start_ns") // w)
-        .otherwise((last_event - 1) // w)
-    )
-    last = pl.when(is_interval).then((pl.col("end_ns") - 1) // w).otherwise(first)
-    instant_ok = is_interval | (((last_event - 1) // w) <= (first_event // w))
-    ranges = rows.select(
-        pl.max_horizontal(first, pl.lit(lo // w)).alias("a"),
-        pl.min_horizontal(last, pl.lit(hi // w - 1)).alias("b"),
-        instant_ok.alias("ok"),
-    ).filter(pl.col("ok") & (pl.col("a") <= pl.col("b")))
-    starts = (
-        ranges.select(pl.int_ranges("a", pl.col("b") + 1).alias("k"))
-        .explode("k")
-        .unique()
-        .sort("k")["k"]
-    )
-    return [int(k) * w for k in starts]
-
-
 class OnlinePipeline:
     """Follow a trace directory; close, compute and store windows as they settle.
 
@@ -211,8 +181,7 @@ class OnlinePipeline:
         lateness_ns: int,
         options: HintOptions | None = None,
     ) -> None:
-        if window_ns <= 0:
-            raise InputError(f"window_ns must be positive, got {window_ns!r}")
+        window_ns, _ = _check_window(window_ns, None)
         if lateness_ns < 0:
             raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
         self.trace_dir = Path(trace_dir)
@@ -462,33 +431,30 @@ class OnlinePipeline:
     def _close(self, rows: pl.DataFrame, ts: int) -> ClosedWindow | None:
         assert self._first is not None and self._last is not None
         te = ts + self.window_ns
-        near = touching(rows, ts, te)
         try:
-            with warnings.catch_warnings():
-                # Clipped rows may open a pathless neighbour window; only
-                # this window is kept (its ``windows`` frame says if it has
-                # paths).
-                warnings.simplefilter("ignore", SnapshotWarning)
-                cp = critical_participation(
-                    clip(near, ts, te),
-                    self.window_ns,
-                    ts,
-                    extent_ns=(self._first, self._last),
-                )
+            # Origin ts: only this window is kept (clipped rows may open a
+            # pathless neighbour; its ``windows`` frame says if it has paths).
+            cp, near = batch_cp(
+                rows,
+                self.window_ns,
+                ts,
+                ts,
+                te,
+                (self._first, self._last),
+                row_column=ROW,
+            )
         except CycleError as err:
             self.failed_windows += 1
             warnings.warn(
                 f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=4
             )
             return None
-        cp = cp.filter(pl.col("window_start_ns") == ts)
         if cp.is_empty():
             return None
         summaries = summaries_from_cp(cp, near, self.window_ns, ts, self.options)
-        rows_global = near[ROW].gather(cp["edge_index"])
         return ClosedWindow(
             start_ns=ts,
             end_ns=te,
-            cp=cp.with_columns(rows_global.alias("edge_index")),
+            cp=to_trace_rows(cp, near),
             summaries=summaries,
         )

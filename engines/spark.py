@@ -7,21 +7,16 @@ part, cutting the trace into windows and counting their paths, over Spark:
 
 1. The validated trace, with its row number as ``edge_index``, is written
    to a staging Parquet file and read by Spark (no driver-side pandas).
-2. Spark SQL gives each row the range of windows it lies in, exactly as
-   :mod:`~sparktrail.pag.snapshot` does (floor divisions in int64; an
-   interval is a local row of positive length, any other row an instant),
-   and whether it *anchors* each of them (an interval anchors every window
-   it lies in, an instant only its earliest one), then explodes the range:
-   one row per (trace row, window).
-3. ``groupBy("window").applyInArrow`` hands each window the trace rows that
-   touch it. A window that no row anchors is not listed (an instant on its
-   start boundary only) and yields nothing. Otherwise the rows are clipped
-   to the window (a clipped start becomes an event before every other one
-   of its worker at ``ts``, a clipped end one after every other at ``te``,
-   as the snapshot builder does) and the same numba kernel,
-   :func:`~sparktrail.pag.critical_participation` with ``extent_ns`` set to
-   the whole trace's first and last event, computes that window's CP,
-   which is the window's CP in the whole trace.
+2. Spark SQL gives each row the coarse range of windows it may lie in,
+   :func:`~sparktrail.pag.windows.coarse_range` (floor divisions of its
+   event times in int64), and explodes it: one row per (trace row, window).
+3. ``groupBy("window").applyInArrow`` hands each window those rows, and
+   :func:`~sparktrail.pag.window_rows.batch_cp` of that one window, the
+   polars path the other engines take, keeps the rows the pag rules put in
+   it (:mod:`~sparktrail.pag.windows`), clips them, and runs the numba
+   kernel with ``extent_ns`` set to the whole trace's first and last event:
+   the window's CP in the whole trace. A window that no row anchors is not
+   listed (an instant on its start boundary only) and yields nothing.
 4. The CP rows (``window, edge_index, weight_ns, cp`` with the trace
    columns the summaries group by) are written to a staging Parquet file
    and Spark SQL reduces them, in four aggregations, to the sums of
@@ -60,15 +55,16 @@ import importlib.util
 import os
 import sys
 import tempfile
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from sparktrail.pag import critical_participation
-from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
+from sparktrail.pag.participation import _check_window
+from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
-from sparktrail.pag.window_rows import trace_extent
+from sparktrail.pag.window_rows import batch_cp, trace_extent
+from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
 from sparktrail.summaries.activity import activity_partial
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
@@ -80,8 +76,6 @@ from sparktrail.summaries.straggler import worker_partial
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
-
-from sparktrail.errors import InputError
 
 __all__ = ["cp_spark", "partials_spark", "spark_session", "summarize_spark"]
 
@@ -183,39 +177,38 @@ def _floor_div(expr: str, window_ns: int) -> str:
     return f"(({expr}) - pmod({expr}, {window_ns})) div {window_ns}"
 
 
-def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
-    """One row per (trace row, window it lies in), with ``anchors``.
+def _coarse_sql(window_ns: int, origin_ns: int) -> tuple[str, str]:
+    """:func:`sparktrail.pag.windows.coarse_range` as Spark SQL (``lo``, ``hi``).
 
-    The window range of :func:`sparktrail.pag.snapshot._window_ranges`:
-    an interval ``[s, e)`` lies in windows ``s // W .. (e - 1) // W``, an
-    instant in those whose closed span holds both its ends; windows before
-    ``origin_ns`` do not exist.
+    Floor divisions of the event times in int64; checked against the polars
+    expressions in ``tests/engines/test_spark.py``.
+    """
+    first = f"(least(start_ns, end_ns) - {origin_ns})"
+    last = f"(greatest(start_ns, end_ns) - {origin_ns})"
+    lo = f"greatest({_floor_div(f'{first} - 1', window_ns)}, 0)"
+    return lo, _floor_div(last, window_ns)
+
+
+def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
+    """One row per (trace row, window of its coarse range).
+
+    The range is :func:`sparktrail.pag.windows.coarse_range`, which holds
+    every window the row lies in and reads only its times; each window's
+    function then keeps exactly the rows the pag rules put there
+    (:func:`_window_cp`). Windows before ``origin_ns`` do not exist.
     """
     from pyspark.sql import functions as F
 
-    s = f"(start_ns - {origin_ns})"
-    e = f"(end_ns - {origin_ns})"
-    interval = "(src_worker = dst_worker AND end_ns > start_ns)"
-    lo = (
-        f"CASE WHEN {interval} THEN {_floor_div(s, window_ns)} "
-        f"ELSE {_floor_div(f'greatest({s}, {e}) - 1', window_ns)} END"
+    lo, hi = _coarse_sql(window_ns, origin_ns)
+    ranged = (
+        rows.withColumn("_lo", F.expr(lo))
+        .withColumn("_hi", F.expr(hi))
+        .filter(F.col("_hi") >= F.col("_lo"))
     )
-    hi = (
-        f"CASE WHEN {interval} THEN {_floor_div(f'{e} - 1', window_ns)} "
-        f"ELSE {_floor_div(f'least({s}, {e})', window_ns)} END"
-    )
-    ranged = rows.withColumn("_first", F.expr(f"greatest({lo}, 0)")).withColumn(
-        "_last", F.expr(hi)
-    )
-    ranged = ranged.withColumn(
-        "_anchor_last", F.expr(f"CASE WHEN {interval} THEN _last ELSE _first END")
-    ).filter(F.col("_last") >= F.col("_first"))
     exploded = ranged.withColumn(
-        "window", F.explode(F.sequence(F.col("_first"), F.col("_last")))
+        "window", F.explode(F.sequence(F.col("_lo"), F.col("_hi")))
     )
-    return exploded.withColumn(
-        "anchors", F.col("window") <= F.col("_anchor_last")
-    ).select("window", "edge_index", *_KERNEL_COLUMNS, *_SUMMARY_COLUMNS, "anchors")
+    return exploded.select("window", "edge_index", *_KERNEL_COLUMNS, *_SUMMARY_COLUMNS)
 
 
 def _window_cp(
@@ -225,52 +218,39 @@ def _window_cp(
     key: tuple[pa.Scalar[Any], ...],
     table: pa.Table,
 ) -> pa.Table:
-    """CP of one window from the trace rows that touch it (runs on executors).
+    """CP of one window from the trace rows that may touch it (runs on executors).
 
-    Returns the window's CP rows with ``edge_index`` the row of the whole
-    trace, or no rows when the window is not listed.
+    :func:`~sparktrail.pag.window_rows.batch_cp` of the one window keeps the
+    rows that lie in it, clips them and computes its CP with the trace's
+    origin (so a window that no row anchors gets no rows, as in the whole
+    trace). Returns the window's CP rows with ``edge_index`` the row of the
+    whole trace, or no rows when the window is not listed.
     """
     k = int(key[0].as_py())
     rows = pl.from_arrow(table)
     assert isinstance(rows, pl.DataFrame)
-    if not rows["anchors"].any():
-        return _arrow(pl.DataFrame(schema=_RESULT_TYPES))
     ts = origin_ns + k * window_ns
-    te = ts + window_ns
-    rows = rows.sort("edge_index")
-    seqs = rows.select(
-        pl.min_horizontal(pl.col("src_seq").min(), pl.col("dst_seq").min()).alias("lo"),
-        pl.max_horizontal(pl.col("src_seq").max(), pl.col("dst_seq").max()).alias("hi"),
-    ).row(0)
-    seq_lo, seq_hi = int(seqs[0]) - 1, int(seqs[1]) + 1
-    interval = (pl.col("src_worker") == pl.col("dst_worker")) & (
-        pl.col("end_ns") > pl.col("start_ns")
+    rows = rows.drop("window").sort("edge_index")
+    cp, near = batch_cp(
+        rows,
+        window_ns,
+        origin_ns,
+        ts,
+        ts + window_ns,
+        extent_ns,
+        row_column="edge_index",
     )
-    early = interval & (pl.col("start_ns") < ts)
-    late = interval & (pl.col("end_ns") > te)
-    clipped = rows.select(
-        pl.col("src_worker", "dst_worker"),
-        pl.when(early).then(ts).otherwise(pl.col("start_ns")).alias("start_ns"),
-        pl.when(late).then(te).otherwise(pl.col("end_ns")).alias("end_ns"),
-        "activity",
-        pl.when(early).then(seq_lo).otherwise(pl.col("src_seq")).alias("src_seq"),
-        pl.when(late).then(seq_hi).otherwise(pl.col("dst_seq")).alias("dst_seq"),
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SnapshotWarning)
-        cp = critical_participation(clipped, window_ns, ts, extent_ns=extent_ns)
-    cp = cp.filter(pl.col("window_start_ns") == ts)
     edge = cp["edge_index"]
     result = pl.DataFrame(
         {
             "window_start_ns": cp["window_start_ns"],
-            "edge_index": rows["edge_index"].gather(edge),
+            "edge_index": to_trace_rows(cp, near)["edge_index"],
             "start_ns": cp["start_ns"],
             "end_ns": cp["end_ns"],
             "weight_ns": cp["weight_ns"],
             "cp": cp["cp"],
             **{
-                c: rows[c].gather(edge)
+                c: near[c].gather(edge)
                 for c in ("src_worker", "dst_worker", "activity", *_SUMMARY_COLUMNS)
             },
         },
@@ -279,13 +259,12 @@ def _window_cp(
     return _arrow(result)
 
 
-def _check(window_ns: object) -> None:
-    if isinstance(window_ns, bool) or not isinstance(window_ns, int) or window_ns <= 0:
-        raise InputError(f"window_ns must be a positive integer, got {window_ns!r}")
-
-
-def _origin(frame: pl.DataFrame, window_ns: int, origin_ns: int | None) -> int:
-    return trace_origin(frame, window_ns) if origin_ns is None else origin_ns
+def _window(
+    frame: pl.DataFrame, window_ns: object, origin_ns: object
+) -> tuple[int, int]:
+    """The window length and origin, checked as every engine checks them."""
+    window, origin = _check_window(window_ns, origin_ns)
+    return window, trace_origin(frame, window) if origin is None else origin
 
 
 def _cp_rows(
@@ -355,9 +334,8 @@ def cp_spark(
     polars.DataFrame
         The CP table, equal to the polars engine's (same rows and order).
     """
-    _check(window_ns)
     frame = validate_trace(trace)
-    origin = _origin(frame, window_ns, origin_ns)
+    window_ns, origin = _window(frame, window_ns, origin_ns)
     if frame.is_empty():
         return critical_participation(frame, window_ns, origin)
     session, created = spark_session(spark)
@@ -557,9 +535,8 @@ def partials_spark(
     Partials
         Equal (to float rounding) to ``Partials.of`` of the whole CP table.
     """
-    _check(window_ns)
     frame = validate_trace(trace)
-    origin = _origin(frame, window_ns, origin_ns)
+    window_ns, origin = _window(frame, window_ns, origin_ns)
     # The schemas every frame must have, from the polars definition.
     empty = Partials.of(critical_participation(frame.clear(), window_ns, origin))
     if frame.is_empty():
@@ -611,11 +588,12 @@ def summarize_spark(
     Summaries
         The same summaries as :func:`~sparktrail.engines.summarize`.
     """
+    window, origin = _check_window(window_ns, origin_ns)
     frame = (
         validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
     )
     partials = partials_spark(
-        frame, window_ns, origin_ns, spark=spark, staging_dir=staging_dir
+        frame, window, origin, spark=spark, staging_dir=staging_dir
     )
     warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, frame, window_ns, origin_ns, options)
+    return summaries_from_partials(partials, frame, window, origin, options)

@@ -26,6 +26,12 @@ Assumptions (DESIGN §4)
   covers only in part, has its start (end) frontier at the trace's first
   (last) event instead of at ``ts`` (``te``). Inner windows are unchanged.
 * Rows before ``origin_ns`` fall outside every window.
+
+The rules of which windows a row lies in and anchors, and of clipping, are
+owned by :mod:`~sparktrail.pag.windows` (polars), which every engine calls;
+this module is the CP kernel's fast path, the same rules in numba and
+numpy (``_window_ranges``, ``_listed_windows``, ``_cut``), and
+``tests/pag/test_window_rules.py`` checks that both agree.
 """
 
 from __future__ import annotations
@@ -111,7 +117,10 @@ def trace_origin(trace: pl.DataFrame, window_ns: int) -> int:
 def _window_ranges(
     start: I64, end: I64, interval: B, origin: int, window: int
 ) -> tuple[I64, I64]:
-    """First and last window index of each row (last < first: in none)."""
+    """First and last window index of each row (last < first: in none).
+
+    :func:`sparktrail.pag.windows.window_range` in numba.
+    """
     n = start.shape[0]
     first = np.empty(n, dtype=np.int64)
     last = np.empty(n, dtype=np.int64)
@@ -147,6 +156,11 @@ def _cut(
     n_pieces: int,
 ) -> tuple[I64, I64, I64, I64, I64, I64, I64]:
     """Every (row, window) piece, clipped, placed in window order.
+
+    :func:`sparktrail.pag.windows.pieces` then
+    :func:`~sparktrail.pag.windows.clip`, in numba (with the seq bounds of
+    the whole trace, not of one window's rows: either orders a clipped end
+    the same way among its worker's events).
 
     ``windows`` lists (sorted) every window holding a piece and ``slots`` the
     next free position of each one's pieces; rows are visited in order, so
@@ -249,6 +263,8 @@ def _listed_windows(
     first: I64, last: I64, anchor: I64, n_pieces: int
 ) -> tuple[I64, I64]:
     """Listed windows (sorted) and how many pieces each holds.
+
+    :func:`sparktrail.pag.windows.listed_windows` in numpy.
 
     A row's pieces span windows ``first .. last``; it lists (anchors)
     windows ``first .. anchor``.

@@ -1,4 +1,9 @@
-"""``sparktrail cp TRACE``: critical participation by activity, worker and stage."""
+"""``sparktrail cp TRACE``: critical participation by activity, worker and stage.
+
+It prints the summaries' own frames (:func:`sparktrail.engines.summarize`),
+so it names the same workers as ``profile`` and the dashboard: a message's
+CP is charged to the worker that receives it.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,19 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.engines import summarize
 from sparktrail.errors import InputError
-from sparktrail.pag import critical_participation, read_trace
+from sparktrail.pag import read_trace
+from sparktrail.summaries import Summaries
 
 from ._units import parse_duration_ns
 
-#: Tables printed by :func:`report`: column -> heading.
-TABLES = {"activity": "activity", "src_worker": "worker", "operator": "stage"}
+#: Tables printed by :func:`report`: (summary frame, label column, heading).
+TABLES = (
+    ("activity", "activity", "activity"),
+    ("straggler", "worker", "worker"),
+    ("operator", "operator", "stage"),
+)
 
 
 def register(subparsers: Any) -> None:
@@ -41,21 +52,27 @@ def whole_trace_window(trace: pl.DataFrame) -> tuple[int, int]:
     return first, max(last - first, 1)
 
 
-def cp_shares(cp: pl.DataFrame, by: str) -> pl.DataFrame:
-    """CP summed by ``by`` as a share of all windows' CP, largest first."""
-    total = cp["cp"].sum() or 1.0
+def shares(summaries: Summaries, frame: str, label: str) -> pl.DataFrame:
+    """``label, cp_share`` of one summary frame, largest share first.
+
+    >>> from sparktrail.engines import summarize
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [0, 4], "end_ns": [4, 6], "activity": ["gc", "data"]})
+    >>> shares(summarize(t, 6), "straggler", "worker").rows()
+    [('a', 0.6666666666666666), ('b', 0.3333333333333333)]
+    """
+    table: pl.DataFrame = getattr(summaries, frame)
     return (
-        cp.group_by(by)
-        .agg(pl.col("cp").sum().alias("cp"))
-        .with_columns((pl.col("cp") / total).alias("share"))
-        .sort("share", descending=True)
+        table.select(label, "cp_share")
+        .drop_nulls(label)
+        .sort(["cp_share", label], descending=[True, False])
     )
 
 
 def report(
     trace: pl.DataFrame, name: str, window: int | str | None = None, top: int = 10
 ) -> int:
-    """Print CP shares of ``trace`` by activity, worker and stage."""
+    """Print the CP shares of ``trace`` by activity, worker and stage."""
     if trace.is_empty():
         raise InputError(f"{name}: the trace holds no rows")
     if isinstance(window, str):
@@ -63,16 +80,14 @@ def report(
     if window is None:
         # One window closed at the trace's last event: its end is an event.
         origin, span = whole_trace_window(trace)
-        cp = critical_participation(trace, span, origin)
+        summaries = summarize(trace, span, origin)
     else:
-        cp = critical_participation(trace, window)
-    windows = cp["window_start_ns"].n_unique()
-    print(f"{name}: {len(trace)} rows, {windows} windows")
-    for column, heading in TABLES.items():
-        table = cp_shares(cp, column).drop_nulls(column).head(top)
+        summaries = summarize(trace, window)
+    print(f"{name}: {len(trace)} rows, {len(summaries.windows)} windows")
+    for frame, label, heading in TABLES:
         print(f"\nCP by {heading}:")
-        for label, share in table.select(column, "share").iter_rows():
-            print(f"  {label!s:<40} {share:7.1%}")
+        for value, share in shares(summaries, frame, label).head(top).iter_rows():
+            print(f"  {value!s:<40} {share:7.1%}")
     return 0
 
 

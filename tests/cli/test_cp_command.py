@@ -8,6 +8,8 @@ import polars as pl
 import pytest
 
 from sparktrail.cli import main
+from sparktrail.cli.cp import whole_trace_window
+from sparktrail.engines import summarize
 from sparktrail.pag.trace import write_trace
 
 
@@ -56,6 +58,41 @@ def test_cp_with_windows_counts_every_window(
     assert main(["cp", str(tmp_path / "t.arrow"), "--window", "20ns"]) == 0
     # [0, 20) and [20, 40); the last event (t=40) opens no window of its own
     assert "2 windows" in capsys.readouterr().out
+
+
+def printed_shares(out: str, heading: str) -> dict[str, str]:
+    """``label -> share`` of one table printed by ``sparktrail cp``."""
+    table = out.split(f"CP by {heading}:")[1].split("\n\n")[0]
+    return dict(line.split() for line in table.strip().splitlines())
+
+
+def test_cp_names_the_workers_the_summaries_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN exec-1/0 computing, then a message exec-1/0 -> exec-2/0 in
+    # flight for 3 ns, then exec-2/0 computing
+    trace = pl.DataFrame(
+        {
+            "src_worker": ["exec-1/0", "exec-1/0", "exec-2/0"],
+            "dst_worker": ["exec-1/0", "exec-2/0", "exec-2/0"],
+            "start_ns": [0, 5, 8],
+            "end_ns": [5, 8, 12],
+            "activity": ["processing", "data", "processing"],
+        }
+    )
+    write_trace(trace, tmp_path / "t.arrow")
+    # WHEN the cp command runs over the whole trace
+    assert main(["cp", str(tmp_path / "t.arrow")]) == 0
+    # THEN its worker shares are the straggler summary's, which charges the
+    # message to its receiver: exec-2/0 holds 7 of the 12 ns
+    origin, span = whole_trace_window(trace)
+    straggler = summarize(trace, span, origin).straggler
+    want = {
+        w: f"{share:.1%}" for w, share in straggler.select("worker", "cp_share").rows()
+    }
+    got = printed_shares(capsys.readouterr().out, "worker")
+    assert got == want
+    assert list(got) == ["exec-2/0", "exec-1/0"]
 
 
 def test_missing_trace_is_one_line_and_exit_2(

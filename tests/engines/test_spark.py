@@ -141,3 +141,41 @@ def test_a_window_must_be_a_positive_integer(spark: Any) -> None:
     )
     with pytest.raises(ValueError, match="positive"):
         summarize_spark(trace, 0, spark=spark)
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(trace=traces(), window_ns=st.integers(1, 4), origin=st.integers(-2, 1))
+def test_the_sql_window_range_is_the_pag_rules_coarse_range(
+    spark: Any, trace: pl.DataFrame, window_ns: int, origin: int
+) -> None:
+    # GIVEN a random trace, window and origin
+    from sparktrail.engines.spark import _coarse_sql
+    from sparktrail.pag.windows import coarse_range
+
+    origin_ns = int(trace["start_ns"].min()) + origin  # type: ignore[arg-type]
+    # WHEN Spark SQL and the pag rules give each row its coarse window range
+    lo, hi = _coarse_sql(window_ns, origin_ns)
+    rows = spark.createDataFrame(
+        trace.select("start_ns", "end_ns").rows(), "start_ns long, end_ns long"
+    )
+    got = rows.selectExpr(f"{lo} AS lo", f"{hi} AS hi").collect()
+    want = trace.select(*coarse_range(window_ns, origin_ns)).rows()
+    # THEN they agree row for row
+    assert [(r["lo"], r["hi"]) for r in got] == want
+
+
+def test_a_float_window_of_whole_ns_is_accepted(spark: Any) -> None:
+    # GIVEN a window length given as an integral float (as summarize takes)
+    trace = profile_trace(300, workers=4)
+    window_ns = float(int(trace["end_ns"].max()) // 3 + 1)  # type: ignore[operator]
+    # WHEN the Spark engine computes CP with it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SnapshotWarning)
+        got = cp_spark(trace, window_ns, spark=spark)
+        want = critical_participation(trace, int(window_ns))
+    # THEN it is the CP of the same window as an int
+    assert_frame_equal(got, want, check_exact=False, rel_tol=TOL, abs_tol=TOL)

@@ -1,0 +1,306 @@
+"""The windowing rules: which windows a trace row lies in, clipping, trace rows.
+
+Each rule of DESIGN §4 that turns trace rows into window pieces has its one
+owner here, written as polars expressions and small frame functions; every
+engine (batch, online, Spark) and the report call them:
+
+* :func:`window_range` and :func:`listed_windows`, :func:`pieces`,
+  :func:`touches`: which windows a row lies in, and which windows exist;
+* :func:`coarse_range`: a cheaper range that holds the exact one, for
+  counting rows per window and for the Spark engine's explode;
+* :func:`clip`: a row cut to one window;
+* :func:`to_trace_rows`: a CP row's ``edge_index`` mapped back to the row
+  of the trace it came from.
+
+The numba fast path of :mod:`~sparktrail.pag.snapshot` (``_window_ranges``,
+``_listed_windows`` and ``_cut``, which build every window of a trace at
+once for the CP kernel) implements the same rules without polars;
+``tests/pag/test_window_rules.py`` checks on random traces that both give
+the same windows, the same (window, trace row) pairs and the same clipped
+rows.
+
+Rules
+-----
+* Windows are ``[origin + k * W, origin + (k + 1) * W)`` for ``k >= 0``
+  (``W`` = ``window_ns``); rows before the origin lie in no window.
+* An *interval* (a local row of positive length, :data:`is_interval`)
+  ``[s, e)`` lies in windows ``(s - origin) // W .. (e - origin - 1) // W``.
+* Any other row (a message, a zero-length local row) is an *instant*: it
+  lies in every window whose closed span ``[ts, te]`` holds both its ends,
+  ``(last - origin - 1) // W .. (first - origin) // W`` (none when that is
+  empty), so an instant on a boundary lies in the windows on both sides.
+* A window is *listed* (exists) when a row anchors it: an interval anchors
+  every window it lies in, an instant only its first one. A row's pieces
+  are those in listed windows: an instant on the end of the trace's last
+  window opens no window of its own.
+* Within window ``[ts, te]`` an interval is clipped to it; a clipped start
+  gets a seq below every other, a clipped end one above every other.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import polars as pl
+
+from sparktrail.errors import InputError
+
+__all__ = [
+    "TRACE_ROW",
+    "WindowRange",
+    "clip",
+    "coarse_range",
+    "first_event",
+    "is_interval",
+    "last_event",
+    "listed_windows",
+    "pieces",
+    "to_trace_rows",
+    "touches",
+    "touching",
+    "trace_row",
+    "window_range",
+]
+
+#: Column holding, for each row of a window's rows, its row in the trace.
+TRACE_ROW = "trace_row"
+
+_LOCAL = pl.col("src_worker") == pl.col("dst_worker")
+#: A local activity of positive length (every other row is an instant).
+is_interval = _LOCAL & (pl.col("end_ns") > pl.col("start_ns"))
+#: The earlier of a row's two event times (a message may arrive before it
+#: was sent, by clock noise).
+first_event = pl.min_horizontal("start_ns", "end_ns")
+#: The later of a row's two event times.
+last_event = pl.max_horizontal("start_ns", "end_ns")
+
+
+class WindowRange(NamedTuple):
+    """Window indices of a row: it lies in ``first .. last`` (none when
+    ``last < first``) and anchors ``first .. anchor``."""
+
+    first: pl.Expr
+    last: pl.Expr
+    anchor: pl.Expr
+
+
+def _check(window_ns: int) -> None:
+    if window_ns <= 0:
+        raise InputError(f"window_ns must be positive, got {window_ns!r}")
+
+
+def window_range(window_ns: int, origin_ns: int = 0) -> WindowRange:
+    """The windows each row lies in and anchors, as polars expressions.
+
+    Parameters
+    ----------
+    window_ns, origin_ns
+        The windows ``[origin_ns + k * window_ns, ...)``, ``k >= 0``.
+
+    Returns
+    -------
+    WindowRange
+        ``first``, ``last`` and ``anchor`` window index of each row
+        (module docstring, "Rules").
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [5, 10], "end_ns": [25, 10]})
+    >>> t.select(*window_range(10)).rows()  # an interval, an instant on 10
+    [(0, 2, 2), (0, 1, 0)]
+    """
+    _check(window_ns)
+    w = window_ns
+    start = pl.col("start_ns") - origin_ns
+    end = pl.col("end_ns") - origin_ns
+    earliest = pl.min_horizontal(start, end)
+    latest = pl.max_horizontal(start, end)
+    lo = pl.when(is_interval).then(start // w).otherwise((latest - 1) // w)
+    first = pl.max_horizontal(lo, pl.lit(0, pl.Int64))
+    last = pl.when(is_interval).then((end - 1) // w).otherwise(earliest // w)
+    anchor = pl.when(is_interval).then(last).otherwise(first)
+    return WindowRange(first.alias("first"), last.alias("last"), anchor.alias("anchor"))
+
+
+def coarse_range(window_ns: int, origin_ns: int = 0) -> tuple[pl.Expr, pl.Expr]:
+    """``(lo, hi)`` window indices holding each row's :func:`window_range`.
+
+    They read only the row's times (no worker columns), so they count rows
+    per window cheaply and are simple to state in SQL (the Spark engine
+    explodes rows over them, then filters each window exactly with
+    :func:`touches`): ``lo`` is the window before the first event's when
+    that lies on a boundary, ``hi`` the window holding the last event.
+
+    >>> t = pl.DataFrame({"start_ns": [5, 10], "end_ns": [25, 10]})
+    >>> t.select(*coarse_range(10)).rows()
+    [(0, 2), (0, 1)]
+    """
+    _check(window_ns)
+    lo = ((first_event - origin_ns - 1) // window_ns).clip(lower_bound=0)
+    hi = (last_event - origin_ns) // window_ns
+    return lo.alias("lo"), hi.alias("hi")
+
+
+def touches(ts: int, te: int) -> pl.Expr:
+    """Whether a row lies in a window within ``[ts, te)``.
+
+    A local activity of positive length when it overlaps ``[ts, te)``; any
+    other row (a message, an instant) when both its ends lie in ``[ts, te]``:
+    the row lies in window 0 of :func:`window_range` with windows of
+    ``te - ts`` from ``ts``. For a single window (``te - ts`` the window
+    length) these are exactly the rows with a piece there.
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [0, 5], "end_ns": [10, 11]})
+    >>> t.select(touches(0, 10)).to_series().to_list()  # the message ends at 11
+    [True, False]
+    """
+    first, last, _ = window_range(te - ts, ts)
+    return (first == 0) & (last >= 0)
+
+
+def touching(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+    """The rows that lie in a window within ``[ts, te)`` (:func:`touches`).
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a", "a"], "dst_worker": ["a", "b", "a"],
+    ...     "start_ns": [0, 5, 9], "end_ns": [12, 11, 10], "activity": ["gc"] * 3})
+    >>> touching(t, 0, 10)["start_ns"].to_list()
+    [0, 9]
+    """
+    return rows.filter(touches(ts, te))
+
+
+def pieces(rows: pl.DataFrame, window_ns: int, origin_ns: int = 0) -> pl.DataFrame:
+    """One row per (trace row, listed window) pair: a snapshot's pieces.
+
+    Unclipped (see :func:`clip`). Columns: ``window`` (index), ``trace_row``
+    (the row's position in ``rows``), then ``rows``' columns; sorted by
+    window, then trace row, as the snapshot builder orders them.
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [0, 20], "end_ns": [15, 20]})
+    >>> pieces(t, 10).select("window", "trace_row").rows()  # window 2 is not listed
+    [(0, 0), (1, 0), (1, 1)]
+    """
+    ranged = _ranged(rows, window_ns, origin_ns)
+    exploded = ranged.with_columns(
+        pl.int_ranges("first", pl.col("last") + 1).alias("window")
+    ).explode("window")
+    listed = (
+        exploded.filter(pl.col("window") <= pl.col("anchor")).select("window").unique()
+    )
+    return (
+        exploded.join(listed, on="window", how="semi")
+        .sort("window", TRACE_ROW)
+        .select("window", TRACE_ROW, *rows.columns)
+    )
+
+
+def _ranged(rows: pl.DataFrame, window_ns: int, origin_ns: int) -> pl.DataFrame:
+    """``rows`` numbered as ``trace_row``, with their window range, if any."""
+    return (
+        rows.with_row_index(TRACE_ROW)
+        .with_columns(
+            pl.col(TRACE_ROW).cast(pl.Int64), *window_range(window_ns, origin_ns)
+        )
+        .filter(pl.col("last") >= pl.col("first"))
+    )
+
+
+def listed_windows(
+    rows: pl.DataFrame,
+    window_ns: int,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    origin_ns: int = 0,
+) -> list[int]:
+    """Starts of the listed windows in ``[lo, hi)`` that ``rows`` make exist.
+
+    A window exists when a row anchors it: a local activity of positive
+    length overlaps it, or an instant (message) lies in it and it is the
+    earliest window that holds both its ends (module docstring).
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
+    ...     "start_ns": [0, 25], "end_ns": [15, 28], "activity": ["gc", "data"]})
+    >>> listed_windows(t, 10, 0, 40)
+    [0, 10, 20]
+    """
+    if rows.is_empty():
+        return []
+    w = window_ns
+    a = pl.col("first")
+    b = pl.col("anchor")
+    if lo is not None:
+        a = pl.max_horizontal(a, pl.lit(-(-(lo - origin_ns) // w)))
+    if hi is not None:
+        b = pl.min_horizontal(b, pl.lit((hi - origin_ns) // w - 1))
+    ranges = (
+        _ranged(rows, w, origin_ns)
+        .select(a.alias("a"), b.alias("b"))
+        .filter(pl.col("a") <= pl.col("b"))
+    )
+    starts = (
+        ranges.select(pl.int_ranges("a", pl.col("b") + 1).alias("k"))
+        .explode("k")
+        .unique()
+        .sort("k")["k"]
+    )
+    return [origin_ns + int(k) * w for k in starts]
+
+
+def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+    """Clip local activities to ``[ts, te]`` the way a window's snapshot does.
+
+    A clipped start gets a seq below every other, a clipped end one above,
+    so it precedes (follows) every other event of its worker at that time,
+    as in :mod:`~sparktrail.pag.snapshot`; the window's PAG is unchanged
+    and no edge reaches into a neighbouring window.
+
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [12], "activity": ["gc"],
+    ...     "src_seq": [0], "dst_seq": [1]})
+    >>> clip(t, 5, 10).select("start_ns", "end_ns", "src_seq", "dst_seq").row(0)
+    (5, 10, -1, 2)
+    """
+    if rows.is_empty():
+        return rows
+    seqs = rows.select(
+        pl.min_horizontal(pl.col("src_seq").min(), pl.col("dst_seq").min()).alias("a"),
+        pl.max_horizontal(pl.col("src_seq").max(), pl.col("dst_seq").max()).alias("b"),
+    ).row(0)
+    seq_lo, seq_hi = int(seqs[0]) - 1, int(seqs[1]) + 1
+    early = is_interval & (pl.col("start_ns") < ts)
+    late = is_interval & (pl.col("end_ns") > te)
+    return rows.with_columns(
+        pl.when(early).then(pl.lit(ts)).otherwise("start_ns").alias("start_ns"),
+        pl.when(early).then(pl.lit(seq_lo)).otherwise("src_seq").alias("src_seq"),
+        pl.when(late).then(pl.lit(te)).otherwise("end_ns").alias("end_ns"),
+        pl.when(late).then(pl.lit(seq_hi)).otherwise("dst_seq").alias("dst_seq"),
+    )
+
+
+def to_trace_rows(cp: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """``cp`` with ``edge_index`` mapped from a row of ``rows`` to the trace row.
+
+    ``cp`` was computed from some rows of a trace (``rows``, which name
+    their row in the trace in :data:`TRACE_ROW`), so its ``edge_index``
+    counts rows of ``rows``; the result's counts rows of the trace.
+
+    >>> rows = pl.DataFrame({"trace_row": [4, 9]})
+    >>> cp = pl.DataFrame({"edge_index": [1, 0]})
+    >>> to_trace_rows(cp, rows)["edge_index"].to_list()
+    [9, 4]
+    """
+    mapped = rows[TRACE_ROW].cast(pl.Int64).gather(cp["edge_index"])
+    return cp.with_columns(mapped.alias("edge_index"))
+
+
+def trace_row(rows: pl.DataFrame, edge_index: int) -> int:
+    """The trace row of row ``edge_index`` of ``rows`` (:func:`to_trace_rows`).
+
+    >>> trace_row(pl.DataFrame({"trace_row": [4, 9]}), 1)
+    9
+    """
+    return int(rows[TRACE_ROW][edge_index])
