@@ -155,6 +155,8 @@ def spark_session(spark: SparkSession | None = None) -> tuple[SparkSession, bool
             SparkSession.builder.master("local[*]")
             .appName("sparktrail-profile")
             .config("spark.ui.enabled", "false")
+            # Its stage progress bars would break into profile's own output.
+            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", DRIVER_MEMORY)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .getOrCreate()
