@@ -86,7 +86,7 @@ def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.fixture
 def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A headless Chromium whose page loads wait the test module's ``WAIT``."""
-    from browser_support import chromium
+    from tests.dashboard.browser_support import chromium
 
     driver = chromium(tmp_path / "chromium", request.module.WAIT)
     yield driver
