@@ -66,6 +66,19 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from sparktrail.pag import critical_participation
+from sparktrail.pag.schema import (
+    CP,
+    CP_TABLE,
+    EDGE_INDEX,
+    END_NS,
+    START_NS,
+    WEIGHT_NS,
+    WINDOW_END_NS,
+    WINDOW_START_NS,
+    arrow_schema,
+    check_frame,
+    spark_ddl,
+)
 from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
 from sparktrail.pag.trace import read_trace, validate_trace
 from sparktrail.pag.window_rows import trace_extent
@@ -99,26 +112,24 @@ _KERNEL_COLUMNS = (
 )
 #: Trace columns the summaries group CP rows by, carried through the kernel.
 _SUMMARY_COLUMNS = ("operator", "stage_id", "task_id")
-#: What each window's Arrow function returns.
-_RESULT_SCHEMA = (
-    "window_start_ns long, edge_index long, start_ns long, end_ns long, "
-    "weight_ns long, cp double, src_worker string, dst_worker string, "
-    "activity string, operator string, stage_id long, task_id long"
-)
+#: What each window's Arrow function returns: the CP table's columns but
+#: ``window_end_ns`` (added on the driver), in this order.
 _RESULT_TYPES: dict[str, pl.DataType] = {
-    "window_start_ns": pl.Int64(),
-    "edge_index": pl.Int64(),
-    "start_ns": pl.Int64(),
-    "end_ns": pl.Int64(),
-    "weight_ns": pl.Int64(),
-    "cp": pl.Float64(),
-    "src_worker": pl.String(),
-    "dst_worker": pl.String(),
-    "activity": pl.String(),
-    "operator": pl.String(),
-    "stage_id": pl.Int64(),
-    "task_id": pl.Int64(),
+    name: CP_TABLE[name]
+    for name in (
+        WINDOW_START_NS,
+        EDGE_INDEX,
+        START_NS,
+        END_NS,
+        WEIGHT_NS,
+        CP,
+        "src_worker",
+        "dst_worker",
+        "activity",
+        *_SUMMARY_COLUMNS,
+    )
 }
+_RESULT_SCHEMA = spark_ddl(_RESULT_TYPES)
 
 
 def _require() -> None:
@@ -315,16 +326,10 @@ def _cp_rows(
 
 
 def _arrow(frame: pl.DataFrame) -> pa.Table:
-    """``frame`` as Arrow with the plain ``string`` type Spark's schema has
-    (polars exports strings as ``large_string``)."""
-    import pyarrow as pa
-
-    table = frame.to_arrow()
-    plain = [
-        pa.field(f.name, pa.string()) if pa.types.is_large_string(f.type) else f
-        for f in table.schema
-    ]
-    return table.cast(pa.schema(plain))
+    """``frame`` (of :data:`_RESULT_TYPES`) as Arrow with the plain
+    ``string`` type Spark's schema has (polars exports strings as
+    ``large_string``)."""
+    return frame.to_arrow().cast(arrow_schema(_RESULT_TYPES))
 
 
 def cp_spark(
@@ -377,21 +382,9 @@ def cp_spark(
             session.stop()
     assert isinstance(table, pl.DataFrame)
     table = table.cast(_RESULT_TYPES).sort("window_start_ns", "edge_index")  # type: ignore[arg-type]
-    cp = table.select(
-        "window_start_ns",
-        (pl.col("window_start_ns") + window_ns).alias("window_end_ns"),
-        "edge_index",
-        "src_worker",
-        "dst_worker",
-        "start_ns",
-        "end_ns",
-        "activity",
-        "operator",
-        "stage_id",
-        "task_id",
-        "weight_ns",
-        "cp",
-    )
+    end = (pl.col(WINDOW_START_NS) + window_ns).alias(WINDOW_END_NS)
+    cp = table.select(end if name == WINDOW_END_NS else name for name in CP_TABLE)
+    check_frame(cp, CP_TABLE, "CP table (spark)")
     warn_pathless(path_windows(cp), stacklevel=2)
     return cp
 

@@ -26,6 +26,17 @@ import numpy as np
 import polars as pl
 
 from .kernel import KernelResult, count_paths
+from .schema import (
+    CP,
+    CP_TABLE,
+    EDGE_INDEX,
+    END_NS,
+    START_NS,
+    WEIGHT_NS,
+    WINDOW_END_NS,
+    WINDOW_START_NS,
+    check_frame,
+)
 from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
 from .trace import read_trace, validate_trace
 
@@ -188,7 +199,8 @@ def critical_participation(
     snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
     _warn_pathless(result, snaps)
-    return _cp_frame(frame, snaps, result)
+    # The CP table leaves the pag stage here: checked against its schema.
+    return check_frame(_cp_frame(frame, snaps, result), CP_TABLE, "CP table")
 
 
 def _piece_windows(snaps: Snapshots) -> np.ndarray:
@@ -199,25 +211,26 @@ def _piece_windows(snaps: Snapshots) -> np.ndarray:
 def _cp_frame(
     trace: pl.DataFrame, snaps: Snapshots, result: KernelResult
 ) -> pl.DataFrame:
+    """The CP table (:data:`~sparktrail.pag.schema.CP_TABLE`): computed
+    columns from the snapshots and the kernel, the others copied from the
+    trace row of each piece."""
     ts = _piece_windows(snaps)
-    copied = trace.select(
-        "src_worker", "dst_worker", "activity", "operator", "stage_id", "task_id"
-    )[pl.Series(snaps.row)]
+    computed = {
+        WINDOW_START_NS: ts,
+        WINDOW_END_NS: ts + snaps.window_ns,
+        EDGE_INDEX: snaps.row,
+        START_NS: snaps.start_ns,
+        END_NS: snaps.end_ns,
+        WEIGHT_NS: snaps.weight_ns,
+        CP: result.cp,
+    }
+    copied = trace.select(c for c in CP_TABLE if c not in computed)[
+        pl.Series(snaps.row)
+    ]
     return pl.DataFrame(
         {
-            "window_start_ns": ts,
-            "window_end_ns": ts + snaps.window_ns,
-            "edge_index": snaps.row,
-            "src_worker": copied["src_worker"],
-            "dst_worker": copied["dst_worker"],
-            "start_ns": snaps.start_ns,
-            "end_ns": snaps.end_ns,
-            "activity": copied["activity"],
-            "operator": copied["operator"],
-            "stage_id": copied["stage_id"],
-            "task_id": copied["task_id"],
-            "weight_ns": snaps.weight_ns,
-            "cp": result.cp,
+            name: computed[name] if name in computed else copied[name]
+            for name in CP_TABLE
         }
     )
 

@@ -30,6 +30,8 @@ import pyarrow.ipc as ipc
 
 from sparktrail.errors import InputError
 
+from .schema import REQUIRED_COLUMNS, TRACE
+
 __all__ = [
     "ACTIVITIES",
     "COMMUNICATION_ACTIVITIES",
@@ -64,24 +66,9 @@ LOCAL_ACTIVITIES = (
 COMMUNICATION_ACTIVITIES = ("control", "data")
 ACTIVITIES = LOCAL_ACTIVITIES + COMMUNICATION_ACTIVITIES
 
-#: Column name -> polars dtype, in file order. ``None`` marks optional columns.
-TRACE_COLUMNS: dict[str, pl.DataType] = {
-    "src_worker": pl.String(),
-    "dst_worker": pl.String(),
-    "start_ns": pl.Int64(),
-    "end_ns": pl.Int64(),
-    "activity": pl.String(),
-    "operator": pl.String(),
-    "job_id": pl.Int64(),
-    "stage_id": pl.Int64(),
-    "task_id": pl.Int64(),
-    "partition": pl.Int64(),
-    "records": pl.Int64(),
-    "bytes": pl.Int64(),
-    "src_seq": pl.Int64(),
-    "dst_seq": pl.Int64(),
-}
-REQUIRED_COLUMNS = ("src_worker", "dst_worker", "start_ns", "end_ns", "activity")
+#: Column name -> polars dtype, in file order: the trace schema of
+#: :mod:`~sparktrail.pag.schema` (``REQUIRED_COLUMNS`` must be present).
+TRACE_COLUMNS = TRACE
 NOT_NULL_COLUMNS = REQUIRED_COLUMNS
 _DEFAULT_ZERO = ("src_seq", "dst_seq")
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum, pl.Null)
