@@ -30,9 +30,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
-from sparktrail.engines.store import SUMMARY_FRAMES
 from sparktrail.pag import critical_participation
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
+from sparktrail.summaries.schema import SUMMARY_FRAMES
 
 from . import figures
 
@@ -146,6 +146,8 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
 def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Path:
     """Write every frame of ``summaries`` to ``out_dir/summaries/<name>.parquet``.
 
+    :meth:`Summaries.save` into ``out_dir/summaries``.
+
     Returns
     -------
     Path
@@ -162,12 +164,7 @@ def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Pa
     ...     sorted(p.stem for p in folder.iterdir())[:3]
     ['activity', 'activity_by_window', 'communication']
     """
-    folder = Path(out_dir) / "summaries"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in SUMMARY_FRAMES:
-        frame: pl.DataFrame = getattr(summaries, name)
-        frame.write_parquet(folder / f"{name}.parquet")
-    return folder
+    return summaries.save(Path(out_dir) / "summaries")
 
 
 def _utc(ns: int) -> str:

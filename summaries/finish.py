@@ -156,4 +156,4 @@ def summaries_from_partials(
         windows=windows,
         window_ns=window_ns,
         origin_ns=origin_ns,
-    )
+    ).check()  # the summaries leave their stage here: checked once

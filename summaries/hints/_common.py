@@ -13,6 +13,7 @@ import polars as pl
 from .._table import executor_of
 from ..partials import Partials
 from ..result import HintOptions
+from ..schema import HINTS
 
 __all__ = [
     "HIGH_OVER",
@@ -30,16 +31,8 @@ __all__ = [
 HIGH_OVER = 2.0
 MEDIUM_OVER = 1.4
 
-HINT_SCHEMA: dict[str, pl.DataType] = {
-    "kind": pl.String(),
-    "severity": pl.String(),
-    "stage_id": pl.Int64(),
-    "executor_id": pl.String(),
-    "partition": pl.Int64(),
-    "cp_share": pl.Float64(),
-    "evidence": pl.String(),
-    "action": pl.String(),
-}
+#: The hints frame's columns (declared in :mod:`~sparktrail.summaries.schema`).
+HINT_SCHEMA = HINTS
 _RANK = {"high": 0, "medium": 1, "low": 2}
 
 
