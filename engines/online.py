@@ -79,7 +79,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError, critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
+from sparktrail.pag.trace import TRACE_SUFFIX, Trace, TraceError, read_trace
 from sparktrail.pag.window_rows import (
     clip,
     first_event,
@@ -469,8 +469,10 @@ class OnlinePipeline:
                 # this window is kept (its ``windows`` frame says if it has
                 # paths).
                 warnings.simplefilter("ignore", SnapshotWarning)
+                # Rows of validated files (read_trace), filtered and
+                # clipped: a Trace, not validated again.
                 cp = critical_participation(
-                    clip(near, ts, te),
+                    Trace(clip(near, ts, te)),
                     self.window_ns,
                     ts,
                     extent_ns=(self._first, self._last),
@@ -484,7 +486,7 @@ class OnlinePipeline:
         cp = cp.filter(pl.col("window_start_ns") == ts)
         if cp.is_empty():
             return None
-        summaries = summaries_from_cp(cp, near, self.window_ns, ts, self.options)
+        summaries = summaries_from_cp(cp, Trace(near), self.window_ns, ts, self.options)
         rows_global = near[ROW].gather(cp["edge_index"])
         return ClosedWindow(
             start_ns=ts,

@@ -80,7 +80,7 @@ from sparktrail.pag.schema import (
     spark_ddl,
 )
 from sparktrail.pag.snapshot import SnapshotWarning, trace_origin
-from sparktrail.pag.trace import read_trace, validate_trace
+from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import trace_extent
 from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
 from sparktrail.summaries.activity import activity_partial
@@ -333,7 +333,7 @@ def _arrow(frame: pl.DataFrame) -> pa.Table:
 
 
 def cp_spark(
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     *,
@@ -345,7 +345,7 @@ def cp_spark(
     Parameters
     ----------
     trace
-        A validated trace frame.
+        A trace frame (validated unless it is a :class:`Trace`).
     window_ns, origin_ns
         As for :func:`~sparktrail.pag.critical_participation`.
     spark
@@ -361,10 +361,11 @@ def cp_spark(
         The CP table, equal to the polars engine's (same rows and order).
     """
     _check(window_ns)
-    frame = validate_trace(trace)
+    valid = load_trace(trace)
+    frame = valid.frame
     origin = _origin(frame, window_ns, origin_ns)
     if frame.is_empty():
-        return critical_participation(frame, window_ns, origin)
+        return critical_participation(valid, window_ns, origin)
     session, created = spark_session(spark)
     try:
         with tempfile.TemporaryDirectory(dir=staging_dir) as tmp:
@@ -529,7 +530,7 @@ def _fetch(query: DataFrame) -> pl.DataFrame:
 
 
 def partials_spark(
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     *,
@@ -541,7 +542,7 @@ def partials_spark(
     Parameters
     ----------
     trace
-        A validated trace frame.
+        A trace frame (validated unless it is a :class:`Trace`).
     window_ns, origin_ns, spark, staging_dir
         As for :func:`cp_spark`.
 
@@ -551,10 +552,10 @@ def partials_spark(
         Equal (to float rounding) to ``Partials.of`` of the whole CP table.
     """
     _check(window_ns)
-    frame = validate_trace(trace)
+    frame = load_trace(trace).frame
     origin = _origin(frame, window_ns, origin_ns)
     # The schemas every frame must have, from the polars definition.
-    empty = Partials.of(critical_participation(frame.clear(), window_ns, origin))
+    empty = Partials.of(critical_participation(Trace(frame.clear()), window_ns, origin))
     if frame.is_empty():
         return empty
     session, created = spark_session(spark)
@@ -577,7 +578,7 @@ def partials_spark(
 
 
 def summarize_spark(
-    trace: pl.DataFrame | str | os.PathLike[str],
+    trace: TraceLike,
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
@@ -590,7 +591,8 @@ def summarize_spark(
     Parameters
     ----------
     trace
-        A trace frame, or a path to a trace file or directory.
+        A trace frame, a path to a trace file or directory, or a
+        :class:`~sparktrail.pag.trace.Trace`; validated once, here.
     window_ns, origin_ns, options
         As for :func:`~sparktrail.engines.summarize`.
     spark
@@ -604,11 +606,9 @@ def summarize_spark(
     Summaries
         The same summaries as :func:`~sparktrail.engines.summarize`.
     """
-    frame = (
-        validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
-    )
+    valid = load_trace(trace)
     partials = partials_spark(
-        frame, window_ns, origin_ns, spark=spark, staging_dir=staging_dir
+        valid, window_ns, origin_ns, spark=spark, staging_dir=staging_dir
     )
     warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, frame, window_ns, origin_ns, options)
+    return summaries_from_partials(partials, valid, window_ns, origin_ns, options)

@@ -18,7 +18,6 @@ Assumptions
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from typing import TYPE_CHECKING
 
@@ -38,7 +37,7 @@ from .schema import (
     check_frame,
 )
 from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
-from .trace import read_trace, validate_trace
+from .trace import Trace, TraceLike, load_trace
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -51,8 +50,6 @@ __all__ = [
     "snapshot_stats",
     "to_networkx",
 ]
-
-TraceLike = pl.DataFrame | str | os.PathLike[str]
 
 #: Relative tolerance for "every path spans the window": sum C*w == N * window.
 SPAN_RTOL = 1e-9
@@ -67,9 +64,7 @@ class CycleError(InputError):
 
 
 def _load(trace: TraceLike) -> pl.DataFrame:
-    if isinstance(trace, pl.DataFrame):
-        return validate_trace(trace)
-    return read_trace(trace)
+    return load_trace(trace).frame
 
 
 def _as_int(name: str, value: object) -> int:
@@ -154,7 +149,8 @@ def critical_participation(
     Parameters
     ----------
     trace
-        A trace frame, or a path to a trace file or directory.
+        A trace frame, a path to a trace file or directory, or a
+        :class:`~sparktrail.pag.trace.Trace` (not validated again).
     window_ns
         Window length in nanoseconds (> 0).
     origin_ns
@@ -340,7 +336,7 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
     # and last windows); warn only about the window exported.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        table = critical_participation(frame, window, origin)
+        table = critical_participation(Trace(frame), window, origin)
     table = table.filter(pl.col("window_start_ns") == origin)
     if len(table) and table["cp"].sum() == 0.0:
         warnings.warn(

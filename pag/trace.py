@@ -16,12 +16,17 @@ Assumptions
 * A damaged file (cut short, bytes changed, another format) is refused with
   a :class:`TraceError` naming it: its buffers are validated before polars
   sees them, as polars trusts Arrow offsets and crashes on bad ones.
+* A trace is validated once, where it enters the pipeline: the public
+  entry points take a frame, a path or a :class:`Trace` and call
+  :func:`load_trace`, which validates only what is not a :class:`Trace`
+  already; inner stages pass the :class:`Trace` on.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -39,8 +44,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "TRACE_COLUMNS",
     "TRACE_SUFFIX",
+    "Trace",
     "TraceError",
+    "TraceLike",
     "empty_trace",
+    "load_trace",
     "read_trace",
     "trace_files",
     "validate_trace",
@@ -104,6 +112,56 @@ class TraceError(InputError):
         self.path = None if path is None else str(path)
         self.column = column
         self.value = value
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace frame that follows the schema: validated, so never again.
+
+    Make one with :func:`load_trace`. The constructor trusts its frame: it
+    is for frames made from a ``Trace``'s by steps that keep the schema and
+    its rules (a filter of rows, local activities clipped to a window,
+    extra columns added), not for frames from outside.
+
+    Examples
+    --------
+    >>> t = load_trace(pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["gc"]}))
+    >>> t.frame["src_seq"].to_list(), load_trace(t) is t
+    ([0], True)
+    """
+
+    #: The validated frame (:func:`validate_trace`'s canonical types).
+    frame: pl.DataFrame
+
+
+#: What the public entry points take as a trace: a frame (validated on the
+#: way in), a trace file or directory (read), or a :class:`Trace` (as is).
+TraceLike = pl.DataFrame | Trace | str | os.PathLike[str]
+
+
+def load_trace(trace: TraceLike) -> Trace:
+    """``trace`` as a :class:`Trace`, validated unless it is one already.
+
+    Parameters
+    ----------
+    trace
+        A trace frame (validated with :func:`validate_trace`), a path to a
+        trace file or directory (read with :func:`read_trace`), or a
+        :class:`Trace` (returned as is).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist.
+    TraceError
+        If the frame or a file breaks the schema.
+    """
+    if isinstance(trace, Trace):
+        return trace
+    if isinstance(trace, pl.DataFrame):
+        return Trace(validate_trace(trace))
+    return Trace(read_trace(trace))
 
 
 def empty_trace() -> pl.DataFrame:

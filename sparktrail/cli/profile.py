@@ -30,7 +30,7 @@ from sparktrail.dashboard.snapshots import REPORT_CP
 from sparktrail.engines import summarize
 from sparktrail.engines.batch import Progress
 from sparktrail.errors import InputError
-from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
+from sparktrail.pag.trace import TRACE_SUFFIX, Trace, read_trace, trace_files
 from sparktrail.summaries import Summaries
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
@@ -108,7 +108,7 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
     Returns
     -------
     tuple
-        The trace and what ``path`` was: ``"trace"`` or ``"event log"``.
+        The trace (validated) and what ``path`` was: ``"trace"`` or ``"event log"``.
 
     Raises
     ------
@@ -135,7 +135,7 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
 
 def summarize_with(
     engine: str,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     progress: Progress | None = None,
 ) -> Summaries:
@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         steps.step("summaries and hints")
         summaries = summarize_with(
             args.engine,
-            trace,
+            Trace(trace),  # load_input validated it
             args.window,
             lambda done, total: steps.detail(
                 f"summaries and hints: batch {done}/{total}"
