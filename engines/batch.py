@@ -10,6 +10,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.participation import _check_window, critical_participation
+from sparktrail.pag.schema import EDGE_INDEX
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import TraceLike, load_trace
 from sparktrail.pag.window_rows import (
@@ -106,9 +107,7 @@ def summarize(
     for done, (ts, te) in enumerate(batches, 1):
         cp, rows = batch_cp(frame, window, origin, ts, te, extent)
         # edge_index of the whole trace: the hints name driver rows by it.
-        cp = cp.with_columns(
-            rows["trace_row"].gather(cp["edge_index"]).alias("edge_index")
-        )
+        cp = cp.with_columns(rows["trace_row"].gather(cp[EDGE_INDEX]).alias(EDGE_INDEX))
         del rows
         parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
         del cp

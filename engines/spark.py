@@ -88,6 +88,7 @@ from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.operator import operator_partial
 from sparktrail.summaries.partials import Partials, stage_partial, window_stats_from
 from sparktrail.summaries.result import HintOptions, Summaries
+from sparktrail.summaries.schema import CP_NS, CP_TOTAL, HAS_PATHS
 from sparktrail.summaries.straggler import worker_partial
 
 if TYPE_CHECKING:
@@ -309,8 +310,8 @@ def _cp_rows(
     extent = trace_extent(frame)
     path = os.path.join(tmp, "trace.parquet")
     frame.select(*_KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
-        "edge_index"
-    ).with_columns(pl.col("edge_index").cast(pl.Int64)).write_parquet(path)
+        EDGE_INDEX
+    ).with_columns(pl.col(EDGE_INDEX).cast(pl.Int64)).write_parquet(path)
     pieces = _pieces(session.read.parquet(path), window_ns, origin_ns)
     # A lambda, not a functools.partial: pyspark infers the UDF kind from
     # the function's signature, and fails on a partial's.
@@ -382,7 +383,7 @@ def cp_spark(
         if created:
             session.stop()
     assert isinstance(table, pl.DataFrame)
-    table = table.cast(_RESULT_TYPES).sort("window_start_ns", "edge_index")  # type: ignore[arg-type]
+    table = table.cast(_RESULT_TYPES).sort(WINDOW_START_NS, EDGE_INDEX)  # type: ignore[arg-type]
     end = (pl.col(WINDOW_START_NS) + window_ns).alias(WINDOW_END_NS)
     cp = table.select(end if name == WINDOW_END_NS else name for name in CP_TABLE)
     check_frame(cp, CP_TABLE, "CP table (spark)")
@@ -405,11 +406,11 @@ _EXECUTOR_SQL = (
 def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
     from pyspark.sql import functions as F
 
-    out = rows.withColumn("window_end_ns", F.col("window_start_ns") + F.lit(window_ns))
+    out = rows.withColumn(WINDOW_END_NS, F.col(WINDOW_START_NS) + F.lit(window_ns))
     for name, sql in _CHARGE.items():
         out = out.withColumn(name, F.expr(sql))
     return out.withColumn("executor", F.expr(_EXECUTOR_SQL)).withColumn(
-        "cp_ns", F.expr(f"cp * {window_ns}D")
+        CP_NS, F.expr(f"cp * {window_ns}D")
     )
 
 
@@ -423,8 +424,8 @@ def _fine_query(cp: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return cp.groupBy(
-        "window_start_ns",
-        "window_end_ns",
+        WINDOW_START_NS,
+        WINDOW_END_NS,
         "worker",
         "is_local",
         "activity",
@@ -433,8 +434,8 @@ def _fine_query(cp: DataFrame) -> DataFrame:
     ).agg(
         F.max("executor").alias("executor"),
         F.sum("cp").alias("cp"),
-        F.sum("cp_ns").alias("cp_ns"),
-        F.sum("weight_ns").alias("weight_ns"),
+        F.sum(CP_NS).alias(CP_NS),
+        F.sum(WEIGHT_NS).alias(WEIGHT_NS),
         F.count(F.lit(1)).alias("edges"),
     )
 
@@ -448,15 +449,15 @@ def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
     its rows is, since weights are not negative. Edge counts come from the
     fine groups' ``edges``.
     """
-    window = ["window_start_ns", "window_end_ns"]
+    window = [WINDOW_START_NS, WINDOW_END_NS]
     workers = worker_partial(fine)
     totals = fine.group_by(*window).agg(
-        pl.col("edges").sum(), pl.col("cp").sum().alias("cp_total")
+        pl.col("edges").sum(), pl.col("cp").sum().alias(CP_TOTAL)
     )
     reads = (
         fine.filter(pl.col("activity") == "shuffle_read")
         .group_by(*window, "stage_id", "worker")
-        .agg(pl.col("cp", "cp_ns", "edges").sum())
+        .agg(pl.col("cp", CP_NS, "edges").sum())
         .with_columns(
             pl.lit(True).alias("read"),
             pl.lit(None, pl.String).alias("src_worker"),
@@ -482,35 +483,35 @@ def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFr
     """
     from pyspark.sql import functions as F
 
-    window = ["window_start_ns", "window_end_ns"]
+    window = [WINDOW_START_NS, WINDOW_END_NS]
     derived = _from_fine(_fetch(_fine_query(cp)))
     messages = _fetch(
         cp.filter("NOT is_local")
         .groupBy(*window, "src_worker", "worker", "activity")
         .agg(
             F.sum("cp").alias("cp"),
-            F.sum("cp_ns").alias("cp_ns"),
+            F.sum(CP_NS).alias(CP_NS),
             F.count(F.lit(1)).alias("edges"),
         )
     ).with_columns(
         pl.lit(False).alias("read"), pl.lit(None, pl.Int64).alias("stage_id")
     )
-    starts = derived["windows"].filter("has_paths")["window_start_ns"].to_list()
+    starts = derived["windows"].filter(HAS_PATHS)[WINDOW_START_NS].to_list()
     with_paths = session.createDataFrame(
         [(int(start),) for start in starts], "window_start_ns long"
     )
     tasks = (
         cp.filter("task_id IS NOT NULL")
-        .join(F.broadcast(with_paths), on="window_start_ns", how="left_semi")
+        .join(F.broadcast(with_paths), on=WINDOW_START_NS, how="left_semi")
         .groupBy("task_id")
         .agg(
             F.sum("cp").alias("cp"),
-            F.countDistinct("window_start_ns").alias("windows"),
+            F.countDistinct(WINDOW_START_NS).alias("windows"),
         )
     )
     driver = (
         cp.filter("activity = 'driver' AND cp > 0")
-        .groupBy("edge_index")
+        .groupBy(EDGE_INDEX)
         .agg(F.sum("cp").alias("cp"))
     )
     reads = derived.pop("reads")
@@ -573,7 +574,7 @@ def partials_spark(
         )
         for name, like in ((f, getattr(empty, f)) for f in sums)
     }
-    collected["windows"] = collected["windows"].sort("window_start_ns")
+    collected["windows"] = collected["windows"].sort(WINDOW_START_NS)
     return Partials(**collected)
 
 
