@@ -46,6 +46,8 @@ from dash import dcc, html
 from dash.exceptions import DependencyException, PreventUpdate
 
 from sparktrail.errors import InputError
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 
 from . import figures
 from .snapshots import LATEST, Snapshot, SnapshotSource, WindowView
@@ -120,8 +122,8 @@ def _timeline(view: WindowView) -> go.Figure:
         return figures.empty_figure(
             "no CP rows for this view (a report without critical_window.parquet)"
         )
-    if rows["window_start_ns"].n_unique() > 1:  # a report's CP of several windows
-        rows = rows.filter(pl.col("window_start_ns") == rows["window_start_ns"].max())
+    if rows[WINDOW_START_NS].n_unique() > 1:  # a report's CP of several windows
+        rows = rows.filter(pl.col(WINDOW_START_NS) == rows[WINDOW_START_NS].max())
     fig = figures.critical_gantt(rows)
     fig.update_layout(
         title=f"Window {view.label}: edges coloured by critical participation",
@@ -139,11 +141,11 @@ def windows_per_bar(activity_by_window: pl.DataFrame, max_bars: int) -> int:
     (1, 2, 3)
     """
     frame = activity_by_window
-    if frame.is_empty() or frame["window_start_ns"].n_unique() <= max_bars:
+    if frame.is_empty() or frame[WINDOW_START_NS].n_unique() <= max_bars:
         return 1
-    first = int(frame["window_start_ns"].min())  # type: ignore[arg-type]
-    last = int(frame["window_end_ns"].max())  # type: ignore[arg-type]
-    lengths = frame["window_end_ns"] - frame["window_start_ns"]
+    first = int(frame[WINDOW_START_NS].min())  # type: ignore[arg-type]
+    last = int(frame[WINDOW_END_NS].max())  # type: ignore[arg-type]
+    lengths = frame[WINDOW_END_NS] - frame[WINDOW_START_NS]
     window = max(1, int(lengths.min()))  # type: ignore[arg-type]
     return math.ceil((last - first) / window / max_bars)
 
@@ -168,24 +170,24 @@ def coarsen_activity(activity_by_window: pl.DataFrame, max_bars: int) -> pl.Data
     per_bar = windows_per_bar(frame, max_bars)
     if per_bar == 1:
         return frame
-    first = int(frame["window_start_ns"].min())  # type: ignore[arg-type]
-    lengths = frame["window_end_ns"] - frame["window_start_ns"]
+    first = int(frame[WINDOW_START_NS].min())  # type: ignore[arg-type]
+    lengths = frame[WINDOW_END_NS] - frame[WINDOW_START_NS]
     span = per_bar * max(1, int(lengths.min()))  # type: ignore[arg-type]
-    run = first + (pl.col("window_start_ns") - first) // span * span
+    run = first + (pl.col(WINDOW_START_NS) - first) // span * span
     merged = (
         frame.with_columns(run.alias("run"))
         .with_columns(
-            pl.col("window_start_ns").min().over("run"),
-            pl.col("window_end_ns").max().over("run"),
+            pl.col(WINDOW_START_NS).min().over("run"),
+            pl.col(WINDOW_END_NS).max().over("run"),
         )
-        .group_by("run", "window_start_ns", "window_end_ns", "activity")
-        .agg(pl.col("cp_ns").sum(), pl.col("time_ns").sum())
+        .group_by("run", WINDOW_START_NS, WINDOW_END_NS, "activity")
+        .agg(pl.col(CP_NS).sum(), pl.col(TIME_NS).sum())
         .with_columns(
-            cp_share=pl.col("cp_ns") / pl.col("cp_ns").sum().over("run"),
+            cp_share=pl.col(CP_NS) / pl.col(CP_NS).sum().over("run"),
         )
-        .sort("window_start_ns", "activity")
+        .sort(WINDOW_START_NS, "activity")
     )
-    return merged.select(frame.columns).with_columns(pl.col("cp_share").fill_nan(0.0))
+    return merged.select(frame.columns).with_columns(pl.col(CP_SHARE).fill_nan(0.0))
 
 
 def _ms(ns: int) -> str:

@@ -25,6 +25,9 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE
+
 __all__ = [
     "ACTIVITY_COLOURS",
     "CP_COLOURSCALE",
@@ -146,24 +149,24 @@ def activity_over_time(activity_by_window: pl.DataFrame) -> go.Figure:
     """
     if activity_by_window.is_empty():
         return empty_figure("no window has a critical path")
-    frame = activity_by_window.sort("window_start_ns")
+    frame = activity_by_window.sort(WINDOW_START_NS)
     order = (
         frame.group_by("activity")
-        .agg(pl.col("cp_share").sum())
-        .sort(["cp_share", "activity"], descending=[True, False])["activity"]
+        .agg(pl.col(CP_SHARE).sum())
+        .sort([CP_SHARE, "activity"], descending=[True, False])["activity"]
     )
     fig = go.Figure()
     for activity in order.to_list():
         rows = frame.filter(pl.col("activity") == activity)
-        width_ms = (rows["window_end_ns"] - rows["window_start_ns"]) / 1e6
+        width_ms = (rows[WINDOW_END_NS] - rows[WINDOW_START_NS]) / 1e6
         fig.add_bar(
-            x=_datetimes(rows, "window_start_ns"),
-            y=rows["cp_share"].to_list(),
+            x=_datetimes(rows, WINDOW_START_NS),
+            y=rows[CP_SHARE].to_list(),
             width=width_ms.to_list(),
             offset=0,
             name=activity,
             marker_color=activity_colour(activity),
-            customdata=(rows["cp_ns"] / 1e9).to_list(),
+            customdata=(rows[CP_NS] / 1e9).to_list(),
             hovertemplate=(
                 f"{activity}<br>window %{{x}}<br>CP share %{{y:.1%}}"
                 "<br>critical time %{customdata:.3g} s<extra></extra>"
@@ -209,13 +212,13 @@ def straggler_bars(straggler: pl.DataFrame, top: int = 30) -> go.Figure:
     if straggler.is_empty():
         return empty_figure("no worker is on the critical path")
     key = "worker" if "worker" in straggler.columns else "executor_id"
-    rows = straggler.sort(["cp_share", key], descending=[True, False]).head(top)
+    rows = straggler.sort([CP_SHARE, key], descending=[True, False]).head(top)
     labels = rows[key].fill_null("driver").to_list()
     ratio = rows["ratio"].to_list() if "ratio" in rows.columns else [None] * len(rows)
     fig = go.Figure()
     fig.add_bar(
         x=labels,
-        y=rows["cp_share"].to_list(),
+        y=rows[CP_SHARE].to_list(),
         name="CP share",
         marker_color="#d62728",
         customdata=ratio,
@@ -226,7 +229,7 @@ def straggler_bars(straggler: pl.DataFrame, top: int = 30) -> go.Figure:
     )
     fig.add_bar(
         x=labels,
-        y=rows["fair_share"].to_list(),
+        y=rows[FAIR_SHARE].to_list(),
         name="fair share",
         marker_color="#c7c7c7",
         hovertemplate="%{x}<br>fair share %{y:.1%}<extra></extra>",
@@ -272,10 +275,10 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
     """
     if operator.is_empty():
         return empty_figure("no operator is on the critical path")
-    rows = operator.sort("cp_share", descending=True).head(top).reverse()
+    rows = operator.sort(CP_SHARE, descending=True).head(top).reverse()
     extra = [c for c in ("call_site", "tasks", "median_task_ns") if c in rows.columns]
     facts = rows.select(
-        (pl.col("cp_ns") / 1e9).alias("cp_s"),
+        (pl.col(CP_NS) / 1e9).alias("cp_s"),
         *[pl.col(c).cast(pl.String).fill_null("–") for c in extra],
     )
     template = "%{y}<br>CP share %{x:.1%}<br>critical time %{customdata[0]:.3g} s"
@@ -283,7 +286,7 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
         template += f"<br>{column.replace('_', ' ')} %{{customdata[{i}]}}"
     fig = go.Figure()
     fig.add_bar(
-        x=rows["cp_share"].to_list(),
+        x=rows[CP_SHARE].to_list(),
         y=_operator_labels(rows),
         orientation="h",
         marker_color="#1f77b4",
@@ -333,7 +336,7 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
         communication.with_columns(pl.col("src").fill_null("unknown"))
         .group_by("src", "dst")
         .agg(
-            pl.col("cp_share").sum(),
+            pl.col(CP_SHARE).sum(),
             pl.col("kind").unique().sort().str.join(", ").alias("kinds"),
         )
     )
@@ -342,7 +345,7 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
     z: list[list[float | None]] = [[None] * len(names) for _ in names]
     text: list[list[str]] = [[""] * len(names) for _ in names]
     for src, dst, share, kinds in rows.select(
-        "src", "dst", "cp_share", "kinds"
+        "src", "dst", CP_SHARE, "kinds"
     ).iter_rows():
         z[index[src]][index[dst]] = share
         text[index[src]][index[dst]] = kinds
@@ -357,7 +360,7 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
             # Fixed bounds: with one distinct value (often all 0: Spark's
             # control messages take no time) plotly would centre the scale on
             # it and label negative shares.
-            zmax=max(float(rows["cp_share"].max() or 0.0), 0.01),  # type: ignore[arg-type]
+            zmax=max(float(rows[CP_SHARE].max() or 0.0), 0.01),  # type: ignore[arg-type]
             colorbar={"title": "CP share", "tickformat": ".0%"},
             hovertemplate=(
                 "%{y} → %{x}<br>%{text}<br>CP share %{z:.2%}<extra></extra>"
@@ -418,7 +421,7 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
     """
     if cp_rows.is_empty():
         return empty_figure("no window to draw")
-    windows = cp_rows["window_start_ns"].unique()
+    windows = cp_rows[WINDOW_START_NS].unique()
     if len(windows) != 1:
         raise ValueError(
             f"critical_gantt draws one window, got {len(windows)} "
@@ -437,7 +440,7 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
         fig.add_trace(_gantt_messages(messages, origin))
     workers = cp_rows["src_worker"].to_list() + cp_rows["dst_worker"].to_list()
     order = _worker_order(workers)
-    end_ms = (int(cp_rows["window_end_ns"][0]) - origin) / 1e6
+    end_ms = (int(cp_rows[WINDOW_END_NS][0]) - origin) / 1e6
     fig.update_layout(
         title="Most critical window: edges coloured by critical participation",
         xaxis_title="ms since window start",

@@ -30,12 +30,13 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
-from sparktrail.engines.store import SUMMARY_FRAMES
 from sparktrail.pag import critical_participation
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.pag.trace import validate_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
+from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 
 from . import figures
 
@@ -92,19 +93,19 @@ def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
     by_window = summaries.activity_by_window
     task = (
         by_window.filter(pl.col("activity").is_in(TASK_ACTIVITIES))
-        .group_by("window_start_ns", "window_end_ns")
-        .agg(pl.col("cp_ns").sum())
-        .filter(pl.col("cp_ns") > 0)
-        .sort(["cp_ns", "window_start_ns"], descending=[True, False])
+        .group_by(WINDOW_START_NS, WINDOW_END_NS)
+        .agg(pl.col(CP_NS).sum())
+        .filter(pl.col(CP_NS) > 0)
+        .sort([CP_NS, WINDOW_START_NS], descending=[True, False])
     )
     if len(task):
-        return int(task["window_start_ns"][0]), int(task["window_end_ns"][0])
-    busy = summaries.windows.filter(pl.col("has_paths")).sort(
-        ["edges", "window_start_ns"], descending=[True, False]
+        return int(task[WINDOW_START_NS][0]), int(task[WINDOW_END_NS][0])
+    busy = summaries.windows.filter(pl.col(HAS_PATHS)).sort(
+        ["edges", WINDOW_START_NS], descending=[True, False]
     )
     if busy.is_empty():
         return None
-    return int(busy["window_start_ns"][0]), int(busy["window_end_ns"][0])
+    return int(busy[WINDOW_START_NS][0]), int(busy[WINDOW_END_NS][0])
 
 
 def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
@@ -139,6 +140,8 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
 def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Path:
     """Write every frame of ``summaries`` to ``out_dir/summaries/<name>.parquet``.
 
+    :meth:`Summaries.save` into ``out_dir/summaries``.
+
     Returns
     -------
     Path
@@ -155,12 +158,7 @@ def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Pa
     ...     sorted(p.stem for p in folder.iterdir())[:3]
     ['activity', 'activity_by_window', 'communication']
     """
-    folder = Path(out_dir) / "summaries"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in SUMMARY_FRAMES:
-        frame: pl.DataFrame = getattr(summaries, name)
-        frame.write_parquet(folder / f"{name}.parquet")
-    return folder
+    return summaries.save(Path(out_dir) / "summaries")
 
 
 def _utc(ns: int) -> str:
@@ -178,16 +176,16 @@ def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) 
     if windows.is_empty():
         rows.append(("windows", "0"))
     else:
-        first = int(windows["window_start_ns"].min())  # type: ignore[arg-type]
-        last = int(windows["window_end_ns"].max())  # type: ignore[arg-type]
-        with_paths = int(windows["has_paths"].sum())
+        first = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
+        last = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+        with_paths = int(windows[HAS_PATHS].sum())
         rows += [
             ("windows", f"{len(windows)} ({with_paths} with a critical path)"),
             ("time span", f"{_utc(first)} – {_utc(last)} ({_seconds(last - first)})"),
         ]
     if window is not None:
         rows.append(("most critical window", f"{_utc(window[0])} (see the last chart)"))
-    top = summaries.activity.head(3).select("activity", "cp_share").rows()
+    top = summaries.activity.head(3).select("activity", CP_SHARE).rows()
     rows.append(("top activities", ", ".join(f"{a} {s:.1%}" for a, s in top) or "–"))
     cells = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows
@@ -255,7 +253,7 @@ def _figures(
     if window is None:
         gantt = figures.empty_figure("no window has a critical path")
     else:
-        rows = cp_table.filter(pl.col("window_start_ns") == window[0])
+        rows = cp_table.filter(pl.col(WINDOW_START_NS) == window[0])
         gantt = figures.critical_gantt(rows)
     return {
         "activity": figures.activity_over_time(summaries.activity_by_window),

@@ -44,7 +44,8 @@ from typing import NamedTuple, Protocol
 import polars as pl
 
 from sparktrail.engines.online import OnlinePipeline
-from sparktrail.engines.store import SUMMARY_FRAMES, WindowStore
+from sparktrail.engines.store import WindowStore
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 
 __all__ = [
@@ -485,21 +486,18 @@ def load_report(out_dir: str | Path) -> Snapshot:
         If ``out_dir/summaries`` lacks a summary frame.
     """
     folder = Path(out_dir) / "summaries"
-    frames = {}
-    for name in SUMMARY_FRAMES:
-        path = folder / f"{name}.parquet"
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path}: missing; expected the output of `sparktrail profile`"
-            )
-        frames[name] = pl.read_parquet(path)
-    windows = frames["windows"]
+    try:
+        summaries = Summaries.load(folder)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(
+            f"{err.filename}: missing; expected the output of `sparktrail profile`"
+        ) from err
+    windows = summaries.windows
     if windows.is_empty():
         return Snapshot(str(out_dir), "the report holds no window", live=False)
-    start = int(windows["window_start_ns"].min())  # type: ignore[arg-type]
-    end = int(windows["window_end_ns"].max())  # type: ignore[arg-type]
-    window_ns = int(windows["window_end_ns"][0] - windows["window_start_ns"][0])
-    summaries = Summaries(**frames, window_ns=window_ns, origin_ns=start)
+    start = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
+    end = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+    window_ns = summaries.window_ns
     cp_path = folder / REPORT_CP
     cp = pl.read_parquet(cp_path) if cp_path.is_file() else None
     label = f"whole run {utc(start)} – {utc(end)} UTC"
@@ -508,7 +506,7 @@ def load_report(out_dir: str | Path) -> Snapshot:
         source=str(out_dir),
         status=f"report of {len(windows)} windows of {window_ns / 1e9:g} s",
         windows=(view,),
-        activity_by_window=frames["activity_by_window"],
+        activity_by_window=summaries.activity_by_window,
         live=False,
         version=1,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -12,7 +11,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.participation import _check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
-from sparktrail.pag.trace import read_trace, validate_trace
+from sparktrail.pag.trace import TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import coarse_range, to_trace_rows
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
@@ -28,7 +27,7 @@ Progress = Callable[[int, int], None]
 
 
 def summarize(
-    trace: pl.DataFrame | str | os.PathLike[str],
+    trace: TraceLike,
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
@@ -48,7 +47,8 @@ def summarize(
     Parameters
     ----------
     trace
-        A trace frame, or a path to a trace file or directory.
+        A trace frame, a path to a trace file or directory, or a
+        :class:`~sparktrail.pag.trace.Trace`; validated once, here.
     window_ns
         Window length in nanoseconds (> 0).
     origin_ns
@@ -91,9 +91,8 @@ def summarize(
         or batch_rows < 1
     ):
         raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
-    frame = (
-        validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
-    )
+    valid = load_trace(trace)
+    frame = valid.frame
     if origin is None:
         origin = trace_origin(frame, window)
     batches = window_batches(frame, window, origin, batch_rows)
@@ -112,10 +111,10 @@ def summarize(
     if parts:
         partials = Partials.combine(parts)
     else:
-        partials = Partials.of(critical_participation(frame, window, origin))
+        partials = Partials.of(critical_participation(valid, window, origin))
     del parts
     warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, frame, window, origin_ns, options)
+    return summaries_from_partials(partials, valid, window, origin_ns, options)
 
 
 def window_batches(

@@ -79,7 +79,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
 from sparktrail.pag.participation import _check_window
-from sparktrail.pag.trace import TRACE_SUFFIX, TraceError, read_trace
+from sparktrail.pag.trace import TRACE_SUFFIX, Trace, TraceError, read_trace
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
     first_event,
@@ -451,7 +451,7 @@ class OnlinePipeline:
             return None
         if cp.is_empty():
             return None
-        summaries = summaries_from_cp(cp, near, self.window_ns, ts, self.options)
+        summaries = summaries_from_cp(cp, Trace(near), self.window_ns, ts, self.options)
         return ClosedWindow(
             start_ns=ts,
             end_ns=te,

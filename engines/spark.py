@@ -62,12 +62,26 @@ import polars as pl
 from sparktrail.pag import critical_participation
 from sparktrail.pag.participation import _check_window
 from sparktrail.pag.snapshot import trace_origin
-from sparktrail.pag.trace import read_trace, validate_trace
+from sparktrail.pag.tables import (
+    CP,
+    CP_TABLE,
+    EDGE_INDEX,
+    END_NS,
+    START_NS,
+    WEIGHT_NS,
+    WINDOW_END_NS,
+    WINDOW_START_NS,
+    arrow_schema,
+    check_frame,
+    spark_ddl,
+)
+from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
 from sparktrail.summaries.activity import activity_partial
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
+from sparktrail.summaries.frames import CP_NS, CP_TOTAL, HAS_PATHS
 from sparktrail.summaries.operator import operator_partial
 from sparktrail.summaries.partials import Partials, stage_partial, window_stats_from
 from sparktrail.summaries.result import HintOptions, Summaries
@@ -93,26 +107,24 @@ _KERNEL_COLUMNS = (
 )
 #: Trace columns the summaries group CP rows by, carried through the kernel.
 _SUMMARY_COLUMNS = ("operator", "stage_id", "task_id")
-#: What each window's Arrow function returns.
-_RESULT_SCHEMA = (
-    "window_start_ns long, edge_index long, start_ns long, end_ns long, "
-    "weight_ns long, cp double, src_worker string, dst_worker string, "
-    "activity string, operator string, stage_id long, task_id long"
-)
+#: What each window's Arrow function returns: the CP table's columns but
+#: ``window_end_ns`` (added on the driver), in this order.
 _RESULT_TYPES: dict[str, pl.DataType] = {
-    "window_start_ns": pl.Int64(),
-    "edge_index": pl.Int64(),
-    "start_ns": pl.Int64(),
-    "end_ns": pl.Int64(),
-    "weight_ns": pl.Int64(),
-    "cp": pl.Float64(),
-    "src_worker": pl.String(),
-    "dst_worker": pl.String(),
-    "activity": pl.String(),
-    "operator": pl.String(),
-    "stage_id": pl.Int64(),
-    "task_id": pl.Int64(),
+    name: CP_TABLE[name]
+    for name in (
+        WINDOW_START_NS,
+        EDGE_INDEX,
+        START_NS,
+        END_NS,
+        WEIGHT_NS,
+        CP,
+        "src_worker",
+        "dst_worker",
+        "activity",
+        *_SUMMARY_COLUMNS,
+    )
 }
+_RESULT_SCHEMA = spark_ddl(_RESULT_TYPES)
 
 
 def _require() -> None:
@@ -279,8 +291,8 @@ def _cp_rows(
     extent = trace_extent(frame)
     path = os.path.join(tmp, "trace.parquet")
     frame.select(*_KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
-        "edge_index"
-    ).with_columns(pl.col("edge_index").cast(pl.Int64)).write_parquet(path)
+        EDGE_INDEX
+    ).with_columns(pl.col(EDGE_INDEX).cast(pl.Int64)).write_parquet(path)
     pieces = _pieces(session.read.parquet(path), window_ns, origin_ns)
     # A lambda, not a functools.partial: pyspark infers the UDF kind from
     # the function's signature, and fails on a partial's.
@@ -296,20 +308,14 @@ def _cp_rows(
 
 
 def _arrow(frame: pl.DataFrame) -> pa.Table:
-    """``frame`` as Arrow with the plain ``string`` type Spark's schema has
-    (polars exports strings as ``large_string``)."""
-    import pyarrow as pa
-
-    table = frame.to_arrow()
-    plain = [
-        pa.field(f.name, pa.string()) if pa.types.is_large_string(f.type) else f
-        for f in table.schema
-    ]
-    return table.cast(pa.schema(plain))
+    """``frame`` (of :data:`_RESULT_TYPES`) as Arrow with the plain
+    ``string`` type Spark's schema has (polars exports strings as
+    ``large_string``)."""
+    return frame.to_arrow().cast(arrow_schema(_RESULT_TYPES))
 
 
 def cp_spark(
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     *,
@@ -321,7 +327,7 @@ def cp_spark(
     Parameters
     ----------
     trace
-        A validated trace frame.
+        A trace frame (validated unless it is a :class:`Trace`).
     window_ns, origin_ns
         As for :func:`~sparktrail.pag.critical_participation`.
     spark
@@ -336,10 +342,11 @@ def cp_spark(
     polars.DataFrame
         The CP table, equal to the polars engine's (same rows and order).
     """
-    frame = validate_trace(trace)
+    valid = load_trace(trace)
+    frame = valid.frame
     window_ns, origin = _window(frame, window_ns, origin_ns)
     if frame.is_empty():
-        return critical_participation(frame, window_ns, origin)
+        return critical_participation(valid, window_ns, origin)
     session, created = spark_session(spark)
     try:
         with tempfile.TemporaryDirectory(dir=staging_dir) as tmp:
@@ -356,22 +363,10 @@ def cp_spark(
         if created:
             session.stop()
     assert isinstance(table, pl.DataFrame)
-    table = table.cast(_RESULT_TYPES).sort("window_start_ns", "edge_index")  # type: ignore[arg-type]
-    cp = table.select(
-        "window_start_ns",
-        (pl.col("window_start_ns") + window_ns).alias("window_end_ns"),
-        "edge_index",
-        "src_worker",
-        "dst_worker",
-        "start_ns",
-        "end_ns",
-        "activity",
-        "operator",
-        "stage_id",
-        "task_id",
-        "weight_ns",
-        "cp",
-    )
+    table = table.cast(_RESULT_TYPES).sort(WINDOW_START_NS, EDGE_INDEX)  # type: ignore[arg-type]
+    end = (pl.col(WINDOW_START_NS) + window_ns).alias(WINDOW_END_NS)
+    cp = table.select(end if name == WINDOW_END_NS else name for name in CP_TABLE)
+    check_frame(cp, CP_TABLE, "CP table (spark)")
     warn_pathless(path_windows(cp), stacklevel=2)
     return cp
 
@@ -391,11 +386,11 @@ _EXECUTOR_SQL = (
 def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
     from pyspark.sql import functions as F
 
-    out = rows.withColumn("window_end_ns", F.col("window_start_ns") + F.lit(window_ns))
+    out = rows.withColumn(WINDOW_END_NS, F.col(WINDOW_START_NS) + F.lit(window_ns))
     for name, sql in _CHARGE.items():
         out = out.withColumn(name, F.expr(sql))
     return out.withColumn("executor", F.expr(_EXECUTOR_SQL)).withColumn(
-        "cp_ns", F.expr(f"cp * {window_ns}D")
+        CP_NS, F.expr(f"cp * {window_ns}D")
     )
 
 
@@ -409,8 +404,8 @@ def _fine_query(cp: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return cp.groupBy(
-        "window_start_ns",
-        "window_end_ns",
+        WINDOW_START_NS,
+        WINDOW_END_NS,
         "worker",
         "is_local",
         "activity",
@@ -419,8 +414,8 @@ def _fine_query(cp: DataFrame) -> DataFrame:
     ).agg(
         F.max("executor").alias("executor"),
         F.sum("cp").alias("cp"),
-        F.sum("cp_ns").alias("cp_ns"),
-        F.sum("weight_ns").alias("weight_ns"),
+        F.sum(CP_NS).alias(CP_NS),
+        F.sum(WEIGHT_NS).alias(WEIGHT_NS),
         F.count(F.lit(1)).alias("edges"),
     )
 
@@ -434,15 +429,15 @@ def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
     its rows is, since weights are not negative. Edge counts come from the
     fine groups' ``edges``.
     """
-    window = ["window_start_ns", "window_end_ns"]
+    window = [WINDOW_START_NS, WINDOW_END_NS]
     workers = worker_partial(fine)
     totals = fine.group_by(*window).agg(
-        pl.col("edges").sum(), pl.col("cp").sum().alias("cp_total")
+        pl.col("edges").sum(), pl.col("cp").sum().alias(CP_TOTAL)
     )
     reads = (
         fine.filter(pl.col("activity") == "shuffle_read")
         .group_by(*window, "stage_id", "worker")
-        .agg(pl.col("cp", "cp_ns", "edges").sum())
+        .agg(pl.col("cp", CP_NS, "edges").sum())
         .with_columns(
             pl.lit(True).alias("read"),
             pl.lit(None, pl.String).alias("src_worker"),
@@ -468,35 +463,35 @@ def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFr
     """
     from pyspark.sql import functions as F
 
-    window = ["window_start_ns", "window_end_ns"]
+    window = [WINDOW_START_NS, WINDOW_END_NS]
     derived = _from_fine(_fetch(_fine_query(cp)))
     messages = _fetch(
         cp.filter("NOT is_local")
         .groupBy(*window, "src_worker", "worker", "activity")
         .agg(
             F.sum("cp").alias("cp"),
-            F.sum("cp_ns").alias("cp_ns"),
+            F.sum(CP_NS).alias(CP_NS),
             F.count(F.lit(1)).alias("edges"),
         )
     ).with_columns(
         pl.lit(False).alias("read"), pl.lit(None, pl.Int64).alias("stage_id")
     )
-    starts = derived["windows"].filter("has_paths")["window_start_ns"].to_list()
+    starts = derived["windows"].filter(HAS_PATHS)[WINDOW_START_NS].to_list()
     with_paths = session.createDataFrame(
         [(int(start),) for start in starts], "window_start_ns long"
     )
     tasks = (
         cp.filter("task_id IS NOT NULL")
-        .join(F.broadcast(with_paths), on="window_start_ns", how="left_semi")
+        .join(F.broadcast(with_paths), on=WINDOW_START_NS, how="left_semi")
         .groupBy("task_id")
         .agg(
             F.sum("cp").alias("cp"),
-            F.countDistinct("window_start_ns").alias("windows"),
+            F.countDistinct(WINDOW_START_NS).alias("windows"),
         )
     )
     driver = (
         cp.filter("activity = 'driver' AND cp > 0")
-        .groupBy("edge_index")
+        .groupBy(EDGE_INDEX)
         .agg(F.sum("cp").alias("cp"))
     )
     reads = derived.pop("reads")
@@ -516,7 +511,7 @@ def _fetch(query: DataFrame) -> pl.DataFrame:
 
 
 def partials_spark(
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     *,
@@ -528,7 +523,7 @@ def partials_spark(
     Parameters
     ----------
     trace
-        A validated trace frame.
+        A trace frame (validated unless it is a :class:`Trace`).
     window_ns, origin_ns, spark, staging_dir
         As for :func:`cp_spark`.
 
@@ -537,10 +532,10 @@ def partials_spark(
     Partials
         Equal (to float rounding) to ``Partials.of`` of the whole CP table.
     """
-    frame = validate_trace(trace)
+    frame = load_trace(trace).frame
     window_ns, origin = _window(frame, window_ns, origin_ns)
     # The schemas every frame must have, from the polars definition.
-    empty = Partials.of(critical_participation(frame.clear(), window_ns, origin))
+    empty = Partials.of(critical_participation(Trace(frame.clear()), window_ns, origin))
     if frame.is_empty():
         return empty
     session, created = spark_session(spark)
@@ -558,12 +553,12 @@ def partials_spark(
         )
         for name, like in ((f, getattr(empty, f)) for f in sums)
     }
-    collected["windows"] = collected["windows"].sort("window_start_ns")
+    collected["windows"] = collected["windows"].sort(WINDOW_START_NS)
     return Partials(**collected)
 
 
 def summarize_spark(
-    trace: pl.DataFrame | str | os.PathLike[str],
+    trace: TraceLike,
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
@@ -576,7 +571,8 @@ def summarize_spark(
     Parameters
     ----------
     trace
-        A trace frame, or a path to a trace file or directory.
+        A trace frame, a path to a trace file or directory, or a
+        :class:`~sparktrail.pag.trace.Trace`; validated once, here.
     window_ns, origin_ns, options
         As for :func:`~sparktrail.engines.summarize`.
     spark
@@ -591,11 +587,9 @@ def summarize_spark(
         The same summaries as :func:`~sparktrail.engines.summarize`.
     """
     window, origin = _check_window(window_ns, origin_ns)
-    frame = (
-        validate_trace(trace) if isinstance(trace, pl.DataFrame) else read_trace(trace)
-    )
+    valid = load_trace(trace)
     partials = partials_spark(
-        frame, window, origin, spark=spark, staging_dir=staging_dir
+        valid, window, origin, spark=spark, staging_dir=staging_dir
     )
     warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, frame, window, origin, options)
+    return summaries_from_partials(partials, valid, window, origin, options)

@@ -44,6 +44,7 @@ from typing import IO, Any
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.summaries.frames import SUMMARY_FRAMES
 from sparktrail.summaries.result import Summaries
 
 __all__ = [
@@ -57,19 +58,11 @@ __all__ = [
 
 #: Store location relative to the trace directory.
 STORE_DIR = Path(".sparktrail") / "store"
-#: Frames of :class:`Summaries`, in the order ``sparktrail profile`` writes them.
-SUMMARY_FRAMES = (
-    "activity",
-    "activity_by_window",
-    "straggler",
-    "executor",
-    "operator",
-    "communication",
-    "hints",
-    "windows",
-)
-#: Files of one window's directory: its CP rows, then the summary frames.
+#: Files of one window's directory: its CP rows, then the summary frames
+#: (:data:`~sparktrail.summaries.frames.SUMMARY_FRAMES`, written and read
+#: by :meth:`Summaries.save` and :meth:`Summaries.load`).
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
+CP_FILE = "cp.parquet"
 CHECKPOINT = "checkpoint.json"
 LOCK = ".lock"
 TEMPORARY = ".tmp"  # suffix of the hidden names things are written under
@@ -192,10 +185,8 @@ class WindowStore:
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
         try:
-            window.cp.write_parquet(temporary / "cp.parquet")
-            for name in SUMMARY_FRAMES:
-                frame: pl.DataFrame = getattr(window.summaries, name)
-                frame.write_parquet(temporary / f"{name}.parquet")
+            window.cp.write_parquet(temporary / CP_FILE)
+            window.summaries.save(temporary)
             _rename(temporary, target)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -241,15 +232,11 @@ class WindowStore:
     def read_window(self, start_ns: int, window_ns: int) -> StoredWindow:
         """Read the window starting at ``start_ns`` (``window_ns`` long)."""
         folder = self.windows_dir / str(start_ns)
-        frames = {
-            name: pl.read_parquet(folder / f"{name}.parquet") for name in WINDOW_FRAMES
-        }
-        cp = frames.pop("cp")
         return StoredWindow(
             start_ns=start_ns,
             end_ns=start_ns + window_ns,
-            cp=cp,
-            summaries=Summaries(**frames, window_ns=window_ns, origin_ns=start_ns),
+            cp=pl.read_parquet(folder / CP_FILE),
+            summaries=Summaries.load(folder, window_ns=window_ns, origin_ns=start_ns),
         )
 
     def read_checkpoint(self) -> dict[str, Any] | None:

@@ -11,13 +11,15 @@ from .participation import (
     to_networkx,
 )
 from .snapshot import SnapshotWarning
-from .trace import TraceError, read_trace, write_trace
+from .trace import Trace, TraceError, load_trace, read_trace, write_trace
 
 __all__ = [
     "CycleError",
     "SnapshotWarning",
+    "Trace",
     "TraceError",
     "critical_participation",
+    "load_trace",
     "read_trace",
     "snapshot_stats",
     "to_networkx",

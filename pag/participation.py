@@ -18,7 +18,6 @@ Assumptions
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from typing import TYPE_CHECKING
 
@@ -27,7 +26,18 @@ import polars as pl
 
 from .kernel import KernelResult, count_paths
 from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
-from .trace import read_trace, validate_trace
+from .tables import (
+    CP,
+    CP_TABLE,
+    EDGE_INDEX,
+    END_NS,
+    START_NS,
+    WEIGHT_NS,
+    WINDOW_END_NS,
+    WINDOW_START_NS,
+    check_frame,
+)
+from .trace import Trace, TraceLike, load_trace
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -40,8 +50,6 @@ __all__ = [
     "snapshot_stats",
     "to_networkx",
 ]
-
-TraceLike = pl.DataFrame | str | os.PathLike[str]
 
 #: Relative tolerance for "every path spans the window": sum C*w == N * window.
 SPAN_RTOL = 1e-9
@@ -56,9 +64,7 @@ class CycleError(InputError):
 
 
 def _load(trace: TraceLike) -> pl.DataFrame:
-    if isinstance(trace, pl.DataFrame):
-        return validate_trace(trace)
-    return read_trace(trace)
+    return load_trace(trace).frame
 
 
 def _as_int(name: str, value: object) -> int:
@@ -143,7 +149,8 @@ def critical_participation(
     Parameters
     ----------
     trace
-        A trace frame, or a path to a trace file or directory.
+        A trace frame, a path to a trace file or directory, or a
+        :class:`~sparktrail.pag.trace.Trace` (not validated again).
     window_ns
         Window length in nanoseconds (> 0).
     origin_ns
@@ -188,7 +195,8 @@ def critical_participation(
     snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
     _warn_pathless(result, snaps)
-    return _cp_frame(frame, snaps, result)
+    # The CP table leaves the pag stage here: checked against its schema.
+    return check_frame(_cp_frame(frame, snaps, result), CP_TABLE, "CP table")
 
 
 def _piece_windows(snaps: Snapshots) -> np.ndarray:
@@ -199,25 +207,26 @@ def _piece_windows(snaps: Snapshots) -> np.ndarray:
 def _cp_frame(
     trace: pl.DataFrame, snaps: Snapshots, result: KernelResult
 ) -> pl.DataFrame:
+    """The CP table (:data:`~sparktrail.pag.tables.CP_TABLE`): computed
+    columns from the snapshots and the kernel, the others copied from the
+    trace row of each piece."""
     ts = _piece_windows(snaps)
-    copied = trace.select(
-        "src_worker", "dst_worker", "activity", "operator", "stage_id", "task_id"
-    )[pl.Series(snaps.row)]
+    computed = {
+        WINDOW_START_NS: ts,
+        WINDOW_END_NS: ts + snaps.window_ns,
+        EDGE_INDEX: snaps.row,
+        START_NS: snaps.start_ns,
+        END_NS: snaps.end_ns,
+        WEIGHT_NS: snaps.weight_ns,
+        CP: result.cp,
+    }
+    copied = trace.select(c for c in CP_TABLE if c not in computed)[
+        pl.Series(snaps.row)
+    ]
     return pl.DataFrame(
         {
-            "window_start_ns": ts,
-            "window_end_ns": ts + snaps.window_ns,
-            "edge_index": snaps.row,
-            "src_worker": copied["src_worker"],
-            "dst_worker": copied["dst_worker"],
-            "start_ns": snaps.start_ns,
-            "end_ns": snaps.end_ns,
-            "activity": copied["activity"],
-            "operator": copied["operator"],
-            "stage_id": copied["stage_id"],
-            "task_id": copied["task_id"],
-            "weight_ns": snaps.weight_ns,
-            "cp": result.cp,
+            name: computed[name] if name in computed else copied[name]
+            for name in CP_TABLE
         }
     )
 
@@ -327,7 +336,7 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
     # and last windows); warn only about the window exported.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        table = critical_participation(frame, window, origin)
+        table = critical_participation(Trace(frame), window, origin)
     table = table.filter(pl.col("window_start_ns") == origin)
     if len(table) and table["cp"].sum() == 0.0:
         warnings.warn(

@@ -16,12 +16,17 @@ Assumptions
 * A damaged file (cut short, bytes changed, another format) is refused with
   a :class:`TraceError` naming it: its buffers are validated before polars
   sees them, as polars trusts Arrow offsets and crashes on bad ones.
+* A trace is validated once, where it enters the pipeline: the public
+  entry points take a frame, a path or a :class:`Trace` and call
+  :func:`load_trace`, which validates only what is not a :class:`Trace`
+  already; inner stages pass the :class:`Trace` on.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -30,6 +35,8 @@ import pyarrow.ipc as ipc
 
 from sparktrail.errors import InputError
 
+from .tables import REQUIRED_COLUMNS, TRACE
+
 __all__ = [
     "ACTIVITIES",
     "COMMUNICATION_ACTIVITIES",
@@ -37,8 +44,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "TRACE_COLUMNS",
     "TRACE_SUFFIX",
+    "Trace",
     "TraceError",
+    "TraceLike",
     "empty_trace",
+    "load_trace",
     "read_trace",
     "trace_files",
     "validate_trace",
@@ -64,24 +74,9 @@ LOCAL_ACTIVITIES = (
 COMMUNICATION_ACTIVITIES = ("control", "data")
 ACTIVITIES = LOCAL_ACTIVITIES + COMMUNICATION_ACTIVITIES
 
-#: Column name -> polars dtype, in file order. ``None`` marks optional columns.
-TRACE_COLUMNS: dict[str, pl.DataType] = {
-    "src_worker": pl.String(),
-    "dst_worker": pl.String(),
-    "start_ns": pl.Int64(),
-    "end_ns": pl.Int64(),
-    "activity": pl.String(),
-    "operator": pl.String(),
-    "job_id": pl.Int64(),
-    "stage_id": pl.Int64(),
-    "task_id": pl.Int64(),
-    "partition": pl.Int64(),
-    "records": pl.Int64(),
-    "bytes": pl.Int64(),
-    "src_seq": pl.Int64(),
-    "dst_seq": pl.Int64(),
-}
-REQUIRED_COLUMNS = ("src_worker", "dst_worker", "start_ns", "end_ns", "activity")
+#: Column name -> polars dtype, in file order: the trace schema of
+#: :mod:`~sparktrail.pag.tables` (``REQUIRED_COLUMNS`` must be present).
+TRACE_COLUMNS = TRACE
 NOT_NULL_COLUMNS = REQUIRED_COLUMNS
 _DEFAULT_ZERO = ("src_seq", "dst_seq")
 _STRING_TYPES = (pl.String, pl.Categorical, pl.Enum, pl.Null)
@@ -117,6 +112,56 @@ class TraceError(InputError):
         self.path = None if path is None else str(path)
         self.column = column
         self.value = value
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace frame that follows the schema: validated, so never again.
+
+    Make one with :func:`load_trace`. The constructor trusts its frame: it
+    is for frames made from a ``Trace``'s by steps that keep the schema and
+    its rules (a filter of rows, local activities clipped to a window,
+    extra columns added), not for frames from outside.
+
+    Examples
+    --------
+    >>> t = load_trace(pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["gc"]}))
+    >>> t.frame["src_seq"].to_list(), load_trace(t) is t
+    ([0], True)
+    """
+
+    #: The validated frame (:func:`validate_trace`'s canonical types).
+    frame: pl.DataFrame
+
+
+#: What the public entry points take as a trace: a frame (validated on the
+#: way in), a trace file or directory (read), or a :class:`Trace` (as is).
+TraceLike = pl.DataFrame | Trace | str | os.PathLike[str]
+
+
+def load_trace(trace: TraceLike) -> Trace:
+    """``trace`` as a :class:`Trace`, validated unless it is one already.
+
+    Parameters
+    ----------
+    trace
+        A trace frame (validated with :func:`validate_trace`), a path to a
+        trace file or directory (read with :func:`read_trace`), or a
+        :class:`Trace` (returned as is).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist.
+    TraceError
+        If the frame or a file breaks the schema.
+    """
+    if isinstance(trace, Trace):
+        return trace
+    if isinstance(trace, pl.DataFrame):
+        return Trace(validate_trace(trace))
+    return Trace(read_trace(trace))
 
 
 def empty_trace() -> pl.DataFrame:

@@ -24,6 +24,7 @@ import polars as pl
 
 from .participation import CycleError, critical_participation
 from .snapshot import SnapshotWarning
+from .trace import Trace
 from .windows import (
     TRACE_ROW,
     clip,
@@ -139,7 +140,7 @@ def batch_cp(
             # anchors the window before ts, as in the whole trace, and does
             # not make a window exist that the whole trace does not list.
             cp = critical_participation(
-                clipped, window_ns, origin_ns, extent_ns=extent_ns
+                Trace(clipped), window_ns, origin_ns, extent_ns=extent_ns
             )
     except CycleError as err:
         row = trace_row(rows, err.edge_index)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sparktrail.pag.trace import validate_trace
+from sparktrail.pag.trace import Trace, load_trace
 
 __all__ = [
     "DRIVER",
@@ -146,24 +146,25 @@ def whole_run(
 TASK_CHUNK_ROWS = 1000000
 
 
-def task_facts(trace: pl.DataFrame) -> pl.DataFrame:
+def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     """One row per task attempt (``task_id``) from its local trace rows.
 
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
     executor, launch_ns, end_ns, duration_ns, useful_ns, records, bytes,
     shuffle_write_bytes, status``.
 
-    A long trace is aggregated in chunks of task ids (ranges of equal
-    width, about :data:`TASK_CHUNK_ROWS` rows each when ids are dense),
-    which bounds the group-by's memory at the cost of a scan of the trace
-    per chunk.
+    ``trace`` is validated unless it is a
+    :class:`~sparktrail.pag.trace.Trace`. A long trace is aggregated in
+    chunks of task ids (ranges of equal width, about
+    :data:`TASK_CHUNK_ROWS` rows each when ids are dense), which bounds the
+    group-by's memory at the cost of a scan of the trace per chunk.
     """
     optional = {
         "partition": pl.Int64,
         "status": pl.String,
         "shuffle_write_bytes": pl.Int64,
     }
-    frame = validate_trace(trace)
+    frame = load_trace(trace).frame
     frame = frame.with_columns(
         pl.lit(None, dtype=t).alias(c)
         for c, t in optional.items()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sparktrail.pag.trace import validate_trace
+from sparktrail.pag.trace import Trace, load_trace
 
 from ._table import WINDOW, executor_of, n_path_windows, path_windows, whole_run
 
@@ -71,12 +71,13 @@ def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def shuffle_sources(trace: pl.DataFrame, stages: list[int]) -> pl.DataFrame:
+def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFrame:
     """Source weights of each reading stage: ``stage_id, src_executor, weight``.
 
     ``weight`` is the source's share of the bytes its parent stages wrote
     (see the module docstring); a stage with no known writer gets one row
-    with a null source and weight 1.
+    with a null source and weight 1. ``trace`` is validated unless it is a
+    :class:`~sparktrail.pag.trace.Trace`.
 
     Examples
     --------
@@ -89,11 +90,11 @@ def shuffle_sources(trace: pl.DataFrame, stages: list[int]) -> pl.DataFrame:
     >>> shuffle_sources(t, [1]).rows()
     [(1, '1', 0.75), (1, '2', 0.25)]
     """
-    trace = validate_trace(trace)
-    spans = _stage_spans(trace)
-    if "shuffle_write_bytes" in trace.columns:
+    frame = load_trace(trace).frame
+    spans = _stage_spans(frame)
+    if "shuffle_write_bytes" in frame.columns:
         written = (
-            trace.filter(pl.col("shuffle_write_bytes") > 0)
+            frame.filter(pl.col("shuffle_write_bytes") > 0)
             .with_columns(executor_of(pl.col("src_worker")).alias("src_executor"))
             .group_by("stage_id", "src_executor")
             .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
@@ -144,7 +145,7 @@ def _weights(
 
 
 def communication_summary(
-    cp: pl.DataFrame, trace: pl.DataFrame, *, by_window: bool = False
+    cp: pl.DataFrame, trace: pl.DataFrame | Trace, *, by_window: bool = False
 ) -> pl.DataFrame:
     """CP by executor-level channel: messages and attributed shuffle reads.
 
@@ -225,7 +226,7 @@ def channel_partial(cp: pl.DataFrame) -> pl.DataFrame:
 def communication_from_partial(
     partial: pl.DataFrame,
     windows: pl.DataFrame,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     *,
     by_window: bool = False,
 ) -> pl.DataFrame:

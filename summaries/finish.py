@@ -12,6 +12,7 @@ import warnings
 import polars as pl
 
 from sparktrail.pag.snapshot import SnapshotWarning
+from sparktrail.pag.trace import Trace, load_trace
 
 from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
@@ -45,7 +46,7 @@ def warn_pathless(windows: pl.DataFrame, *, stacklevel: int = 2) -> None:
 
 def summaries_from_cp(
     cp: pl.DataFrame,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
@@ -63,7 +64,8 @@ def summaries_from_cp(
         ``trace`` (or an equal one: same rows, sorted by window then
         ``edge_index``).
     trace
-        The validated trace.
+        The trace (validated unless it is a
+        :class:`~sparktrail.pag.trace.Trace`).
     window_ns, origin_ns, options
         As for :func:`summarize`.
 
@@ -77,9 +79,9 @@ def summaries_from_cp(
     >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
     ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
     >>> from sparktrail.pag import critical_participation
-    >>> from sparktrail.pag.trace import validate_trace
-    >>> frame = validate_trace(t)
-    >>> s = summaries_from_cp(critical_participation(frame, 4), frame, 4)
+    >>> from sparktrail.pag.trace import load_trace
+    >>> trace = load_trace(t)
+    >>> s = summaries_from_cp(critical_participation(trace, 4), trace, 4)
     >>> s.activity["cp_share"].to_list()
     [1.0]
     """
@@ -94,7 +96,7 @@ def summaries_from_cp(
 
 def summaries_from_partials(
     partials: Partials,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
@@ -110,7 +112,8 @@ def summaries_from_partials(
     partials
         The partials of every window of the run.
     trace
-        The validated trace.
+        The trace (validated here unless it is a
+        :class:`~sparktrail.pag.trace.Trace`, once for every summary).
     window_ns, origin_ns, options
         As for :func:`summarize` (``origin_ns`` None: the first window's
         start).
@@ -120,6 +123,7 @@ def summaries_from_partials(
     Summaries
         What :func:`summarize` returns.
     """
+    valid = load_trace(trace)
     windows = partials.windows
     if origin_ns is None:
         first = windows["window_start_ns"].min() if len(windows) else 0
@@ -129,12 +133,12 @@ def summaries_from_partials(
     executor = executor_from_partial(partials.workers, windows)
     # One frame of task facts with their CP shares, shared by the operator
     # summary and the hints (millions of rows in a long trace).
-    tasks = task_shares(task_facts(trace), partials.tasks, n)
+    tasks = task_shares(task_facts(valid), partials.tasks, n)
     operator = operator_from_partial(partials.operators, windows, tasks)
-    communication = communication_from_partial(partials.channels, windows, trace)
+    communication = communication_from_partial(partials.channels, windows, valid)
     context = Context(
         partials,
-        trace,
+        valid.frame,
         activity,
         executor,
         operator,
@@ -156,4 +160,4 @@ def summaries_from_partials(
         windows=windows,
         window_ns=window_ns,
         origin_ns=origin_ns,
-    )
+    ).check()  # the summaries leave their stage here: checked once

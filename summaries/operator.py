@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.trace import Trace
+
 from ._table import (
     WINDOW,
     n_path_windows,
@@ -80,7 +82,7 @@ def operator_partial(cp: pl.DataFrame) -> pl.DataFrame:
 
 def operator_summary(
     cp: pl.DataFrame,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     *,
     by_window: bool = False,
     tasks: pl.DataFrame | None = None,

@@ -1,12 +1,38 @@
-"""The result of :func:`~sparktrail.engines.summarize`: frames and options."""
+"""The result of :func:`~sparktrail.engines.summarize`: frames and options.
+
+:class:`Summaries` owns how its frames are written and read
+(:meth:`Summaries.save`, :meth:`Summaries.load`): the online store, the
+batch report and the dashboard all go through it.
+
+On disk
+-------
+A folder with one Parquet file per frame, ``<name>.parquet`` for each name
+of :data:`~sparktrail.summaries.frames.SUMMARY_FRAMES` (other files, such
+as a window's CP rows, may sit beside them). The window length and origin
+are key-value metadata of ``windows.parquet`` (:data:`WINDOW_NS_KEY`,
+:data:`ORIGIN_NS_KEY`); a folder written before they were (no metadata)
+loads with them taken from the ``windows`` frame.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
-__all__ = ["HintOptions", "Summaries"]
+from sparktrail.errors import InputError
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+
+from .frames import SUMMARY_FRAMES, check_summary_frames
+
+__all__ = ["ORIGIN_NS_KEY", "WINDOW_NS_KEY", "HintOptions", "Summaries"]
+
+#: Parquet metadata keys of ``windows.parquet`` that hold the window length
+#: and the start of window 0.
+WINDOW_NS_KEY = "sparktrail.window_ns"
+ORIGIN_NS_KEY = "sparktrail.origin_ns"
 
 
 @dataclass(frozen=True)
@@ -89,3 +115,114 @@ class Summaries:
     windows: pl.DataFrame
     window_ns: int
     origin_ns: int
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """Every frame by name, in the order of ``SUMMARY_FRAMES``."""
+        return {name: getattr(self, name) for name in SUMMARY_FRAMES}
+
+    def check(self, where: str = "") -> Summaries:
+        """Check every frame against its declared schema; returns ``self``.
+
+        Raises
+        ------
+        SchemaError
+            Naming the frame (prefixed with ``where``) and the column.
+        """
+        check_summary_frames(self.frames(), where)
+        return self
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write every frame to ``folder/<name>.parquet`` (see "On disk").
+
+        ``folder`` is created if missing; files of the same names are
+        replaced. Returns ``folder`` as a :class:`~pathlib.Path`.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from sparktrail import summarize
+        >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+        ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+        >>> s = summarize(t, 4)
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     back = Summaries.load(s.save(d))
+        >>> back.window_ns, back.activity.equals(s.activity)
+        (4, True)
+        """
+        target = Path(folder)
+        target.mkdir(parents=True, exist_ok=True)
+        meta = {WINDOW_NS_KEY: str(self.window_ns), ORIGIN_NS_KEY: str(self.origin_ns)}
+        for name, frame in self.frames().items():
+            frame.write_parquet(
+                target / f"{name}.parquet",
+                metadata=meta if name == "windows" else None,
+            )
+        return target
+
+    @classmethod
+    def load(
+        cls,
+        folder: str | os.PathLike[str],
+        *,
+        window_ns: int | None = None,
+        origin_ns: int | None = None,
+    ) -> Summaries:
+        """Read the summaries :meth:`save` wrote to ``folder``.
+
+        Parameters
+        ----------
+        folder
+            The folder of ``<name>.parquet`` files.
+        window_ns, origin_ns
+            Override what the folder says. A folder without the metadata
+            (an older sparktrail) gives the first window's length and
+            start, or 0 when it holds no window.
+
+        Raises
+        ------
+        FileNotFoundError
+            If a frame's file is missing (the message and ``filename``
+            name it).
+        SchemaError
+            If a frame's columns or dtypes are not its declared ones (the
+            message names the file and the column).
+        InputError
+            If a file is not Parquet, or its metadata not an integer.
+        """
+        root = Path(folder)
+        frames = {}
+        for name in SUMMARY_FRAMES:
+            path = root / f"{name}.parquet"
+            if not path.is_file():
+                missing = FileNotFoundError(
+                    f"{path}: missing; expected the {name!r} frame of sparktrail "
+                    "summaries"
+                )
+                missing.filename = str(path)
+                raise missing
+            try:
+                frames[name] = pl.read_parquet(path)
+            except (pl.exceptions.PolarsError, OSError) as err:
+                raise InputError(f"{path}: not a Parquet file ({err})") from err
+        check_summary_frames(frames, f"{root}/")
+        if window_ns is None or origin_ns is None:
+            saved = _saved_window(root / "windows.parquet", frames["windows"])
+            window_ns = saved[0] if window_ns is None else window_ns
+            origin_ns = saved[1] if origin_ns is None else origin_ns
+        return cls(**frames, window_ns=window_ns, origin_ns=origin_ns)
+
+
+def _saved_window(path: Path, windows: pl.DataFrame) -> tuple[int, int]:
+    """``(window_ns, origin_ns)`` from the metadata of ``path``, or else
+    from its ``windows`` frame (first window), or else ``(0, 0)``."""
+    meta = pl.read_parquet_metadata(path)
+    if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
+        try:
+            return int(meta[WINDOW_NS_KEY]), int(meta[ORIGIN_NS_KEY])
+        except ValueError as err:
+            raise InputError(f"{path}: window metadata is not an integer") from err
+    if windows.is_empty():
+        return 0, 0
+    first = windows.row(0, named=True)
+    origin = windows[WINDOW_START_NS].min()
+    return int(first[WINDOW_END_NS] - first[WINDOW_START_NS]), int(origin)  # type: ignore[arg-type]

@@ -30,8 +30,9 @@ from sparktrail.dashboard.snapshots import REPORT_CP
 from sparktrail.engines import summarize
 from sparktrail.engines.batch import Progress
 from sparktrail.errors import InputError
-from sparktrail.pag.trace import TRACE_SUFFIX, read_trace, trace_files
+from sparktrail.pag.trace import TRACE_SUFFIX, Trace, read_trace, trace_files
 from sparktrail.summaries import Summaries
+from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
 from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
 
 from ._options import add_output, add_window, output_for
@@ -106,7 +107,7 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
     Returns
     -------
     tuple
-        The trace and what ``path`` was: ``"trace"`` or ``"event log"``.
+        The trace (validated) and what ``path`` was: ``"trace"`` or ``"event log"``.
 
     Raises
     ------
@@ -133,7 +134,7 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
 
 def summarize_with(
     engine: str,
-    trace: pl.DataFrame,
+    trace: pl.DataFrame | Trace,
     window_ns: int,
     progress: Progress | None = None,
 ) -> Summaries:
@@ -218,7 +219,7 @@ def print_summary(
 ) -> None:
     """The terminal summary: top stages, workers vs fair share, the hints."""
     windows = summaries.windows
-    paths = int(windows["has_paths"].sum()) if len(windows) else 0
+    paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
     print(
         f"{name}: {rows} trace rows, {len(windows)} windows of "
         f"{summaries.window_ns / 1e9:g} s ({paths} with a critical path)",
@@ -226,14 +227,12 @@ def print_summary(
     )
     print("\nTop critical stages (share of the critical path):", file=out)
     for operator, share in (
-        summaries.operator.head(top).select("operator", "cp_share").iter_rows()
+        summaries.operator.head(top).select("operator", CP_SHARE).iter_rows()
     ):
         print(f"  {_pct(share)}  {operator or '(no stage: driver, idle)'}", file=out)
     print("\nTop workers (CP share vs fair share):", file=out)
     for worker, share, fair in (
-        summaries.straggler.head(top)
-        .select("worker", "cp_share", "fair_share")
-        .iter_rows()
+        summaries.straggler.head(top).select("worker", CP_SHARE, FAIR_SHARE).iter_rows()
     ):
         print(f"  {_pct(share)} vs {_pct(fair)}  {worker}", file=out)
     hints = summaries.hints
@@ -264,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         steps.step("summaries and hints")
         summaries = summarize_with(
             args.engine,
-            trace,
+            Trace(trace),  # load_input validated it
             args.window,
             lambda done, total: steps.detail(
                 f"summaries and hints: batch {done}/{total}"

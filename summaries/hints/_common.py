@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from .._table import executor_of
+from ..frames import HINTS
 from ..partials import Partials
 from ..result import HintOptions
 
@@ -30,16 +31,8 @@ __all__ = [
 HIGH_OVER = 2.0
 MEDIUM_OVER = 1.4
 
-HINT_SCHEMA: dict[str, pl.DataType] = {
-    "kind": pl.String(),
-    "severity": pl.String(),
-    "stage_id": pl.Int64(),
-    "executor_id": pl.String(),
-    "partition": pl.Int64(),
-    "cp_share": pl.Float64(),
-    "evidence": pl.String(),
-    "action": pl.String(),
-}
+#: The hints frame's columns (declared in :mod:`~sparktrail.summaries.frames`).
+HINT_SCHEMA = HINTS
 _RANK = {"high": 0, "medium": 1, "low": 2}
 
 

@@ -1,0 +1,200 @@
+"""The tables the summaries stage owns: every frame of a ``Summaries``.
+
+Each schema is a mapping ``column -> polars dtype`` in column order (see
+:mod:`sparktrail.pag.tables`). :data:`SUMMARY_SCHEMAS` names them by the
+:class:`~sparktrail.summaries.Summaries` field that holds them, in the
+order ``sparktrail profile`` writes them; :func:`check_summary_frames`
+checks a set of frames against them where summaries are built
+(:func:`~sparktrail.summaries.summaries_from_partials`) and loaded from disk
+(:meth:`~sparktrail.summaries.Summaries.load`).
+
+Column names that the engines, the dashboard and the CLI read from these
+frames are constants here (:data:`CP_SHARE`, ...); the window bounds are
+the CP table's (:data:`~sparktrail.pag.tables.WINDOW_START_NS`).
+
+Assumptions
+-----------
+* Counts of distinct things (``slots``, ``tasks``) are ``UInt32``, the
+  dtype polars' ``n_unique`` and ``len`` give; other counts are ``Int64``.
+* A check compares schemas only, never data (cheap for any size).
+
+>>> SUMMARY_FRAMES[:2]
+('activity', 'activity_by_window')
+>>> ACTIVITY[CP_SHARE]
+Float64
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from sparktrail.pag.tables import (
+    ACTIVITY as ACTIVITY_COLUMN,
+)
+from sparktrail.pag.tables import (
+    WINDOW_END_NS,
+    WINDOW_START_NS,
+    Schema,
+    SchemaError,
+    check_frame,
+)
+
+__all__ = [
+    "ACTIVITY",
+    "ACTIVITY_BY_WINDOW",
+    "COMMUNICATION",
+    "CP_NS",
+    "CP_SHARE",
+    "CP_TOTAL",
+    "EXECUTOR",
+    "FAIR_SHARE",
+    "HAS_PATHS",
+    "HINTS",
+    "OPERATOR",
+    "RATIO",
+    "STRAGGLER",
+    "SUMMARY_FRAMES",
+    "SUMMARY_SCHEMAS",
+    "TIME_NS",
+    "WINDOWS",
+    "SchemaError",
+    "check_summary_frames",
+]
+
+#: Share of the whole critical path (CP summed over windows with paths,
+#: divided by their number).
+CP_SHARE = "cp_share"
+#: Critical time: CP x window length, summed.
+CP_NS = "cp_ns"
+#: Time spent, on the critical path or not.
+TIME_NS = "time_ns"
+FAIR_SHARE = "fair_share"
+RATIO = "ratio"
+HAS_PATHS = "has_paths"
+CP_TOTAL = "cp_total"
+
+_WINDOW: Schema = {WINDOW_START_NS: pl.Int64(), WINDOW_END_NS: pl.Int64()}
+
+#: CP by activity type (:mod:`~sparktrail.summaries.activity`).
+ACTIVITY: Schema = {
+    ACTIVITY_COLUMN: pl.String(),
+    CP_SHARE: pl.Float64(),
+    CP_NS: pl.Float64(),
+    TIME_NS: pl.Int64(),
+}
+#: The same per window with paths.
+ACTIVITY_BY_WINDOW: Schema = {**_WINDOW, **ACTIVITY}
+#: CP by worker (timeline) against its fair share
+#: (:mod:`~sparktrail.summaries.straggler`).
+STRAGGLER: Schema = {
+    "worker": pl.String(),
+    "executor": pl.String(),
+    CP_SHARE: pl.Float64(),
+    CP_NS: pl.Float64(),
+    "busy_ns": pl.Int64(),
+    FAIR_SHARE: pl.Float64(),
+    "windows_active": pl.Int64(),
+    RATIO: pl.Float64(),
+}
+#: CP by executor, its slots summed.
+EXECUTOR: Schema = {
+    "executor_id": pl.String(),
+    "role": pl.String(),
+    "slots": pl.UInt32(),
+    CP_SHARE: pl.Float64(),
+    CP_NS: pl.Float64(),
+    "busy_ns": pl.Int64(),
+    FAIR_SHARE: pl.Float64(),
+    RATIO: pl.Float64(),
+}
+#: CP by operator (Spark stage) (:mod:`~sparktrail.summaries.operator`).
+OPERATOR: Schema = {
+    "operator": pl.String(),
+    "stage_id": pl.Int64(),
+    "name": pl.String(),
+    "call_site": pl.String(),
+    "job_id": pl.Int64(),
+    CP_SHARE: pl.Float64(),
+    CP_NS: pl.Float64(),
+    TIME_NS: pl.Int64(),
+    "tasks": pl.UInt32(),
+    "records": pl.Int64(),
+    "bytes": pl.Int64(),
+    "shuffle_write_bytes": pl.Int64(),
+    "median_task_ns": pl.Float64(),
+}
+#: CP by executor-level channel (:mod:`~sparktrail.summaries.communication`).
+COMMUNICATION: Schema = {
+    "src": pl.String(),
+    "dst": pl.String(),
+    "src_executor_id": pl.String(),
+    "dst_executor_id": pl.String(),
+    "kind": pl.String(),
+    CP_SHARE: pl.Float64(),
+    CP_NS: pl.Float64(),
+    "edges": pl.Int64(),
+    "note": pl.String(),
+}
+#: Rebalancing hints (:mod:`~sparktrail.summaries.hints`); ``evidence`` is
+#: a JSON object.
+HINTS: Schema = {
+    "kind": pl.String(),
+    "severity": pl.String(),
+    "stage_id": pl.Int64(),
+    "executor_id": pl.String(),
+    "partition": pl.Int64(),
+    CP_SHARE: pl.Float64(),
+    "evidence": pl.String(),
+    "action": pl.String(),
+}
+#: One row per window (:func:`~sparktrail.summaries.window_stats`).
+WINDOWS: Schema = {
+    **_WINDOW,
+    "edges": pl.Int64(),
+    CP_TOTAL: pl.Float64(),
+    HAS_PATHS: pl.Boolean(),
+    "active_workers": pl.Int64(),
+    "active_executors": pl.Int64(),
+}
+
+#: The frames of :class:`~sparktrail.summaries.Summaries` by field name, in
+#: the order ``sparktrail profile`` writes them.
+SUMMARY_SCHEMAS: Mapping[str, Schema] = {
+    "activity": ACTIVITY,
+    "activity_by_window": ACTIVITY_BY_WINDOW,
+    "straggler": STRAGGLER,
+    "executor": EXECUTOR,
+    "operator": OPERATOR,
+    "communication": COMMUNICATION,
+    "hints": HINTS,
+    "windows": WINDOWS,
+}
+#: Their names.
+SUMMARY_FRAMES = tuple(SUMMARY_SCHEMAS)
+
+
+def check_summary_frames(frames: Mapping[str, pl.DataFrame], where: str = "") -> None:
+    """Check each frame of ``frames`` against its schema in :data:`SUMMARY_SCHEMAS`.
+
+    ``where`` (a folder, say) prefixes the table names in messages.
+
+    Raises
+    ------
+    SchemaError
+        For the first frame whose columns or dtypes differ, naming it and
+        the column.
+
+    Examples
+    --------
+    >>> check_summary_frames({"activity": pl.DataFrame(schema=ACTIVITY)})
+    >>> bad = pl.DataFrame(schema={**ACTIVITY, CP_SHARE: pl.Int64()})
+    >>> try:
+    ...     check_summary_frames({"activity": bad}, "out/")
+    ... except SchemaError as err:
+    ...     print(err.table, err.column, err.expected, err.found)
+    out/activity cp_share Float64 Int64
+    """
+    for name, frame in frames.items():
+        check_frame(frame, SUMMARY_SCHEMAS[name], f"{where}{name}")

@@ -1,0 +1,88 @@
+"""Summaries.save / Summaries.load: the one owner of the summaries on disk."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+import pytest
+
+from sparktrail.engines import summarize
+from sparktrail.pag.tables import SchemaError
+from sparktrail.summaries import Summaries
+from sparktrail.summaries.frames import CP_SHARE, SUMMARY_FRAMES
+from tests.summaries.builders import MS, shuffle_join
+
+
+@pytest.fixture(scope="module")
+def summaries() -> Summaries:
+    return summarize(shuffle_join(), 5 * MS)
+
+
+def assert_equal(a: Summaries, b: Summaries) -> None:
+    for name in SUMMARY_FRAMES:
+        assert getattr(a, name).equals(getattr(b, name)), name
+    assert (a.window_ns, a.origin_ns) == (b.window_ns, b.origin_ns)
+
+
+def test_round_trip_is_equal(summaries, tmp_path):
+    # GIVEN the summaries of a run with shuffles, messages and hints
+    assert not summaries.communication.is_empty()
+    # WHEN they are saved and loaded
+    folder = summaries.save(tmp_path / "s")
+    back = Summaries.load(folder)
+    # THEN every frame, dtype and the window length and origin come back
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{name}.parquet" for name in SUMMARY_FRAMES
+    )
+    assert_equal(back, summaries)
+
+
+def test_a_folder_without_metadata_takes_the_windows_from_the_frame(
+    summaries, tmp_path
+):
+    # GIVEN a folder written the old way: frames only, no window metadata
+    for name in SUMMARY_FRAMES:
+        getattr(summaries, name).write_parquet(tmp_path / f"{name}.parquet")
+    # WHEN it is loaded
+    back = Summaries.load(tmp_path)
+    # THEN the window length and origin are those of the windows frame
+    assert_equal(back, summaries)
+
+
+def test_a_frame_with_a_wrong_dtype_is_refused_naming_table_and_column(
+    summaries, tmp_path
+):
+    # GIVEN saved summaries whose activity shares were written as strings
+    summaries.save(tmp_path)
+    bad = summaries.activity.with_columns(pl.col(CP_SHARE).cast(pl.String))
+    bad.write_parquet(tmp_path / "activity.parquet")
+    # WHEN they are loaded
+    with pytest.raises(SchemaError) as caught:
+        Summaries.load(tmp_path)
+    # THEN the error names the table, the column and both dtypes
+    assert caught.value.table.endswith("activity")
+    assert caught.value.column == CP_SHARE
+    assert "activity: column 'cp_share' has dtype String, expected Float64" in str(
+        caught.value
+    )
+
+
+def test_a_missing_file_is_refused_naming_it(summaries, tmp_path):
+    # GIVEN saved summaries without their hints
+    summaries.save(tmp_path)
+    (tmp_path / "hints.parquet").unlink()
+    # WHEN they are loaded
+    with pytest.raises(FileNotFoundError) as caught:
+        Summaries.load(tmp_path)
+    # THEN the error names the missing file
+    assert str(tmp_path / "hints.parquet") in str(caught.value)
+    assert caught.value.filename == str(tmp_path / "hints.parquet")
+
+
+def test_summaries_with_a_wrong_column_are_refused_when_built(summaries):
+    # GIVEN summaries whose straggler frame lost a column
+    broken = dataclasses.replace(summaries, straggler=summaries.straggler.drop("ratio"))
+    # WHEN they are checked (as summaries_from_partials does)
+    with pytest.raises(SchemaError, match="straggler: missing column 'ratio'"):
+        broken.check()
