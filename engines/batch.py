@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag.participation import _check_window, critical_participation
+from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
@@ -84,7 +84,7 @@ def summarize(
     >>> s.windows["has_paths"].to_list()
     [True, True]
     """
-    window, origin = _check_window(window_ns, origin_ns)
+    window, origin = check_window(window_ns, origin_ns)
     if (
         not isinstance(batch_rows, int)
         or isinstance(batch_rows, bool)

@@ -78,7 +78,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
-from sparktrail.pag.participation import _check_window
+from sparktrail.pag.participation import check_window
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, TraceError, read_trace
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
@@ -181,7 +181,7 @@ class OnlinePipeline:
         lateness_ns: int,
         options: HintOptions | None = None,
     ) -> None:
-        window_ns, _ = _check_window(window_ns, None)
+        window_ns, _ = check_window(window_ns, None)
         if lateness_ns < 0:
             raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
         self.trace_dir = Path(trace_dir)

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from sparktrail.pag import critical_participation
-from sparktrail.pag.participation import _check_window
+from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.tables import (
     CP,
@@ -277,7 +277,7 @@ def _window(
     frame: pl.DataFrame, window_ns: object, origin_ns: object
 ) -> tuple[int, int]:
     """The window length and origin, checked as every engine checks them."""
-    window, origin = _check_window(window_ns, origin_ns)
+    window, origin = check_window(window_ns, origin_ns)
     return window, trace_origin(frame, window) if origin is None else origin
 
 
@@ -586,7 +586,7 @@ def summarize_spark(
     Summaries
         The same summaries as :func:`~sparktrail.engines.summarize`.
     """
-    window, origin = _check_window(window_ns, origin_ns)
+    window, origin = check_window(window_ns, origin_ns)
     valid = load_trace(trace)
     partials = partials_spark(
         valid, window, origin, spark=spark, staging_dir=staging_dir

@@ -46,6 +46,7 @@ from sparktrail.errors import InputError
 
 __all__ = [
     "CycleError",
+    "check_window",
     "critical_participation",
     "snapshot_stats",
     "to_networkx",
@@ -76,7 +77,19 @@ def _as_int(name: str, value: object) -> int:
     return int(value)
 
 
-def _check_window(window_ns: object, origin_ns: object) -> tuple[int, int | None]:
+def check_window(window_ns: object, origin_ns: object) -> tuple[int, int | None]:
+    """The window length and origin as ints: the one rule every engine applies.
+
+    An integral float is taken (``4.0`` is 4 ns); anything else that is not
+    an integer, or a length that is not positive, is refused naming it.
+
+    >>> check_window(4.0, None)
+    (4, None)
+    >>> check_window(0, None)
+    Traceback (most recent call last):
+    ...
+    sparktrail.errors.InputError: window_ns must be positive, got 0
+    """
     window = _as_int("window_ns", window_ns)
     if window <= 0:
         raise InputError(f"window_ns must be positive, got {window_ns!r}")
@@ -190,7 +203,7 @@ def critical_participation(
     >>> critical_participation(t, 10)["cp"].to_list()
     [1.0, 0.0]
     """
-    window, origin = _check_window(window_ns, origin_ns)
+    window, origin = check_window(window_ns, origin_ns)
     frame = _load(trace)
     snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
@@ -264,7 +277,7 @@ def snapshot_stats(
     >>> round(10 ** stats["log10_paths"][0])  # two parallel paths
     2
     """
-    window, origin = _check_window(window_ns, origin_ns)
+    window, origin = check_window(window_ns, origin_ns)
     frame = _load(trace)
     snaps = _snapshots(frame, window, origin, extent_ns)
     result = _run_kernel(frame, snaps)
@@ -329,7 +342,7 @@ def to_networkx(trace: TraceLike, window_start_ns: int, window_ns: int) -> nx.Di
     """
     import networkx as nx
 
-    window, origin = _check_window(window_ns, window_start_ns)
+    window, origin = check_window(window_ns, window_start_ns)
     assert origin is not None
     frame = _load(trace)
     # Every row counts (the trace's extent sets the frontiers of its first

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from sparktrail.pag import critical_participation
-from sparktrail.pag.participation import _check_window
+from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import SnapshotWarning, build_snapshots
 from sparktrail.pag.trace import validate_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
@@ -37,7 +37,7 @@ from tests.pag.strategies import traces
 TOL = 1e-9
 
 #: Window lengths as ints or as integral floats (``4.0``), which every
-#: engine accepts as ``_check_window`` does.
+#: engine accepts as ``check_window`` does.
 windows = st.integers(1, 5).flatmap(lambda w: st.sampled_from((w, float(w))))
 
 
@@ -91,7 +91,7 @@ def test_the_snapshot_builder_follows_the_window_rules(
 ) -> None:
     # GIVEN a random trace, a window length (int or integral float), an origin
     trace = validate_trace(trace)
-    window, _ = _check_window(window_ns, None)
+    window, _ = check_window(window_ns, None)
     origin = origin_of(trace, offset)
     # WHEN the numba snapshot path and the polars owner cut it into windows
     snapshot = snapshot_pairs(trace, window, origin)
@@ -117,7 +117,7 @@ def test_the_coarse_range_holds_the_exact_one(
 ) -> None:
     # GIVEN a random trace, window and origin
     trace = validate_trace(trace)
-    window, _ = _check_window(window_ns, None)
+    window, _ = check_window(window_ns, None)
     origin = origin_of(trace, offset)
     # WHEN its pieces are taken
     cut = pieces(trace, window, origin).with_columns(*coarse_range(window, origin))
@@ -139,7 +139,7 @@ def test_windows_computed_from_their_own_rows_get_the_whole_trace_cp(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
         whole = critical_participation(trace, window_ns, origin)
-    window, _ = _check_window(window_ns, None)
+    window, _ = check_window(window_ns, None)
     each = per_window_cp(trace, window, origin)
     # THEN the tables agree row for row
     assert_frame_equal(each, whole, check_exact=False, rel_tol=TOL, abs_tol=TOL)
@@ -164,7 +164,7 @@ def test_the_spark_engine_follows_the_window_rules(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
         got = cp_spark(trace, window_ns, origin, spark=spark)
-    window, _ = _check_window(window_ns, None)
+    window, _ = check_window(window_ns, None)
     want = per_window_cp(trace, window, origin)
     # THEN they have the same windows, rows, clipped times and CP
     assert_frame_equal(got, want, check_exact=False, rel_tol=TOL, abs_tol=TOL)
