@@ -16,6 +16,7 @@ from sparktrail.engines import summarize
 from sparktrail.errors import InputError
 from sparktrail.pag import read_trace
 from sparktrail.summaries import Summaries
+from sparktrail.summaries.frames import CP_SHARE
 
 from ._units import parse_duration_ns
 
@@ -63,9 +64,9 @@ def shares(summaries: Summaries, frame: str, label: str) -> pl.DataFrame:
     """
     table: pl.DataFrame = getattr(summaries, frame)
     return (
-        table.select(label, "cp_share")
+        table.select(label, CP_SHARE)
         .drop_nulls(label)
-        .sort(["cp_share", label], descending=[True, False])
+        .sort([CP_SHARE, label], descending=[True, False])
     )
 
 
