@@ -13,8 +13,6 @@ from sparktrail.dashboard.snapshots import Snapshot, WindowView, closed_label
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore
 from sparktrail.pag import write_trace
-
-# The browser tests import their helpers (browser_support) by name.
 from sparktrail.synthetic import barrier_trace
 
 MANY = 10_000
@@ -86,7 +84,7 @@ def store_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.fixture
 def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A headless Chromium whose page loads wait the test module's ``WAIT``."""
-    from browser_support import chromium
+    from tests.dashboard.browser_support import chromium
 
     driver = chromium(tmp_path / "chromium", request.module.WAIT)
     yield driver
