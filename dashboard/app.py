@@ -50,13 +50,24 @@ from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 
 from . import figures
-from .snapshots import LATEST, Snapshot, SnapshotSource, WindowView
+from .snapshots import (
+    LATEST,
+    Snapshot,
+    SnapshotSource,
+    WindowView,
+    closed_label,
+    window_start,
+)
+from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, whole_run_view
 
 __all__ = [
+    "CAPTIONS",
     "GRAPHS",
     "MAX_BARS",
     "PICKER_WINDOWS",
+    "clicked_window",
     "coarsen_activity",
+    "communication_panel",
     "create_app",
     "page_figures",
     "picker_options",
@@ -73,6 +84,16 @@ GRAPHS: dict[str, str] = {
     "communication-summary": "Communication channels",
     "critical-timeline": "Timeline of the selected window",
     "hints": "Rebalancing hints",
+}
+#: Graph component id -> the one line under it (figures.CAPTIONS).
+CAPTIONS: dict[str, str] = {
+    "activity-summary": figures.CAPTIONS["activity"]
+    + " Click a bar to show its window below.",
+    "straggler-summary": figures.CAPTIONS["straggler"],
+    "operator-summary": figures.CAPTIONS["operator"],
+    "communication-summary": figures.CAPTIONS["communication"],
+    "critical-timeline": figures.CAPTIONS["timeline"],
+    "hints": figures.CAPTIONS["hints"],
 }
 DEFAULT_HEIGHT = 420
 WAITING = "waiting for the first window to close…"
@@ -116,7 +137,7 @@ def _empty(snapshot: Snapshot) -> dict[str, go.Figure]:
     return {key: figures.empty_figure(message) for key in GRAPHS}
 
 
-def _timeline(view: WindowView) -> go.Figure:
+def _timeline(view: WindowView, whole: bool) -> go.Figure:
     rows = view.cp
     if rows is None:
         return figures.empty_figure(
@@ -125,8 +146,13 @@ def _timeline(view: WindowView) -> go.Figure:
     if rows[WINDOW_START_NS].n_unique() > 1:  # a report's CP of several windows
         rows = rows.filter(pl.col(WINDOW_START_NS) == rows[WINDOW_START_NS].max())
     fig = figures.critical_gantt(rows)
+    label = view.label
+    if not rows.is_empty():
+        start, end = int(rows["window_start_ns"][0]), int(rows["window_end_ns"][0])
+        if whole:  # the timeline of the whole run is its most critical window
+            label = f"{closed_label(start, end)}, the most critical of the run"
     fig.update_layout(
-        title=f"Window {view.label}: edges coloured by critical participation",
+        title=f"Window {label}: edges coloured by critical participation",
         uirevision=view.key,
     )
     return fig
@@ -198,7 +224,7 @@ def _ms(ns: int) -> str:
 
 def _shading(snapshot: Snapshot, view: WindowView) -> list[dict[str, Any]]:
     """The over-time chart's shapes: the picked window shaded."""
-    if len(snapshot.windows) < 2:
+    if len(snapshot.windows) < 2 or view.key == WHOLE_RUN:
         return []
     shape = {
         "type": "rect",
@@ -227,16 +253,30 @@ def _activity_figure(snapshot: Snapshot, view: WindowView) -> go.Figure:
     return fig
 
 
-def _window_figures(view: WindowView) -> dict[str, go.Figure]:
+def _pick(snapshot: Snapshot, key: object) -> WindowView | None:
+    """The view a picker value names: the whole run, or a window."""
+    if key == WHOLE_RUN and snapshot.live:
+        return whole_run_view(snapshot)
+    return snapshot.window(key)
+
+
+def _whole(snapshot: Snapshot, view: WindowView) -> bool:
+    """Whether ``view`` is the whole run (a report's one view is)."""
+    return view.key == WHOLE_RUN or not snapshot.live
+
+
+def _window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure]:
     summaries = view.summaries
     hints = figures.hints_table(summaries.hints)
-    if not summaries.hints.is_empty():  # long evidence wraps to several lines
+    if view.key == WHOLE_RUN:
+        hints = figures.empty_figure(WHOLE_RUN_HINTS)
+    elif not summaries.hints.is_empty():  # long evidence wraps to several lines
         hints.update_layout(height=min(1200, 200 + 150 * len(summaries.hints)))
     return {
         "straggler-summary": figures.straggler_bars(summaries.straggler),
         "operator-summary": figures.operator_bars(summaries.operator),
         "communication-summary": figures.communication_heatmap(summaries.communication),
-        "critical-timeline": _timeline(view),
+        "critical-timeline": _timeline(view, whole),
         "hints": hints,
     }
 
@@ -265,14 +305,17 @@ def page_figures(snapshot: Snapshot, key: object) -> dict[str, go.Figure]:
     >>> sorted(figs) == sorted(GRAPHS)
     True
     """
-    view = snapshot.window(key)
+    view = _pick(snapshot, key)
     if view is None:
         return _empty(snapshot)
     try:
-        built = _window_figures(view)
+        built = _window_figures(view, _whole(snapshot, view))
     except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
         return _unreadable(view, err)
     return _sized({"activity-summary": _activity_figure(snapshot, view)} | built)
+
+
+_WHOLE_RUN_LABEL = "whole run (all closed windows)"
 
 
 def picker_options(
@@ -293,13 +336,15 @@ def picker_options(
     Examples
     --------
     >>> [o["value"] for o in picker_options(Snapshot(source="t", status="s"))]
-    ['latest']
+    ['latest', 'whole-run']
     """
     if not snapshot.live:
         return [{"label": "whole run", "value": LATEST}]
     options = [{"label": "latest window (follow)", "value": LATEST}]
     newest = reversed(snapshot.windows)
     text = search.strip()[:_SEARCH_CHARS] if isinstance(search, str) else ""
+    if text in _WHOLE_RUN_LABEL:  # a search filters this choice too
+        options.append({"label": _WHOLE_RUN_LABEL, "value": WHOLE_RUN})
     views = [v for v in newest if text in v.label] if text else list(newest)
     views = views[:PICKER_WINDOWS]
     kept = snapshot.window(picked)
@@ -309,18 +354,85 @@ def picker_options(
     return options
 
 
+def clicked_window(snapshot: Snapshot, click: object) -> str | None:
+    """The picker value of the window a click on the over-time chart hit.
+
+    Each bar carries its window's start in ns (``customdata[1]``, see
+    :func:`~sparktrail.dashboard.figures.activity_over_time`); a bar of
+    merged windows picks the first of them. Anything else gives ``None``.
+
+    >>> clicked_window(Snapshot(source="t", status="s"), {"points": []}) is None
+    True
+    """
+    points = click.get("points") if isinstance(click, dict) else None
+    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
+        return None
+    data = points[0].get("customdata")
+    start = window_start(data[1]) if isinstance(data, list) and len(data) > 1 else None
+    view = snapshot.window(str(start)) if start is not None else None
+    if view is None or view.start_ns != start:
+        return None
+    return view.key if snapshot.live else LATEST
+
+
+def communication_panel(snapshot: Snapshot, key: object) -> tuple[dict[str, str], str]:
+    """The communication section's style and note for the picked view.
+
+    Hidden, with :data:`~sparktrail.dashboard.figures.ONE_EXECUTOR_NOTE`,
+    when the view's channels touch one executor (local mode): the heatmap
+    would be a blank 2×2 of the driver and that executor.
+    """
+    view = _pick(snapshot, key)
+    try:
+        single = view is not None and figures.one_executor(view.summaries.communication)
+    except (OSError, pl.exceptions.PolarsError):
+        single = False
+    if single:
+        return {"display": "none"}, figures.ONE_EXECUTOR_NOTE
+    return {}, ""
+
+
+def _window_count(snapshot: Snapshot) -> int:
+    if not snapshot.live and snapshot.windows:
+        # A report is one whole-run view of the windows its summaries list.
+        return len(snapshot.windows[-1].summaries.windows)
+    return len(snapshot.windows)
+
+
 def _counters(snapshot: Snapshot) -> str:
     return (
-        f"windows: {len(snapshot.windows)} · corrupt files skipped: "
+        f"windows: {_window_count(snapshot)} · corrupt files skipped: "
         f"{snapshot.corrupt_files} · late rows: {snapshot.late_rows}"
     )
+
+
+_NOTE = {"color": "#555", "fontSize": "0.9em", "margin": "0.2em 0 0.6em"}
+
+
+def _caption(key: str) -> Any:
+    if key != "hints":
+        return CAPTIONS[key]
+    # The hints table is drawn by plotly, whose headings take no hover text:
+    # the column names are listed under it, each with its meaning on hover.
+    names = [
+        html.Abbr(heading, title=figures.HINT_HELP[column])
+        for column, heading in figures.HINT_COLUMNS.items()
+    ]
+    columns: list[Any] = [" Columns: "]
+    for i, name in enumerate(names):
+        columns += [", " if i else "", name]
+    return [CAPTIONS[key], *columns, "."]
 
 
 def _layout(snapshot: Snapshot) -> html.Div:
     # The stores start at this snapshot, so the first tick does not resend it.
     graphs = [
         html.Section(
-            dcc.Graph(id=key),
+            [
+                dcc.Graph(id=key),
+                html.P(_caption(key), className="caption", style=_NOTE),
+            ],
+            id=f"{key}-section",
             title=heading,
             style={"gridColumn": "1 / -1"}
             if key in ("activity-summary", "critical-timeline", "hints")
@@ -353,6 +465,7 @@ def _layout(snapshot: Snapshot) -> html.Div:
                 id="counters",
                 style={"color": "#555", "fontSize": "0.9em", "margin": "0.4em 0"},
             ),
+            html.Div(id="communication-note", style=_NOTE),
             html.Div(graphs, style=_GRID),
             # 250 ms: the page tick adds half of it, on average, to the time
             # from a window closing to its figures (bench/online_latency.py).
@@ -502,18 +615,41 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         return picker_options(source.latest(), search, picked)
 
     @app.callback(
+        dash.Output("window-picker", "value"),
+        dash.Output("window-picker", "options", allow_duplicate=True),
+        dash.Input("activity-summary", "clickData"),
+        prevent_initial_call=True,
+    )
+    def pick_clicked(click: Any) -> tuple[str, list[dict[str, str]]]:
+        snapshot = source.latest()
+        key = clicked_window(snapshot, click)
+        if key is None:
+            raise PreventUpdate
+        return key, picker_options(snapshot, None, key)
+
+    @app.callback(
+        dash.Output("communication-summary-section", "style"),
+        dash.Output("communication-note", "children"),
+        dash.Input("window-picker", "value"),
+        dash.Input("drawn-windows", "data"),
+    )
+    def hide_communication(key: Any, _: Any) -> tuple[dict[str, str], str]:
+        return communication_panel(source.latest(), key)
+
+    @app.callback(
         [dash.Output(key, "figure") for key in GRAPHS],
         dash.Input("window-picker", "value"),
         dash.Input("drawn-windows", "data"),
     )
     def draw(key: Any, _: Any) -> list[Any]:
         snapshot = source.latest()
-        view = snapshot.window(key)
+        view = _pick(snapshot, key)
         if view is not None and set(dash.ctx.triggered_prop_ids) == {
             "window-picker.value"
         }:  # the windows are those drawn: move the shading, keep the chart
             try:
-                built: dict[str, Any] = _sized(_window_figures(view))
+                whole = _whole(snapshot, view)
+                built: dict[str, Any] = _sized(_window_figures(view, whole))
             except (OSError, pl.exceptions.PolarsError) as err:
                 built = _unreadable(view, err)
             else:

@@ -18,7 +18,10 @@ Conventions
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
+import re
 from typing import Any
 
 import numpy as np
@@ -30,15 +33,23 @@ from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE
 
 __all__ = [
     "ACTIVITY_COLOURS",
+    "CAPTIONS",
     "CP_COLOURSCALE",
     "HINT_COLUMNS",
+    "HINT_HELP",
+    "ONE_EXECUTOR_NOTE",
     "activity_over_time",
     "communication_heatmap",
     "critical_gantt",
     "empty_figure",
+    "evidence_text",
     "hints_table",
+    "one_executor",
     "operator_bars",
+    "share_tickformat",
     "straggler_bars",
+    "worker_label",
+    "worker_text",
 ]
 
 #: One colour per activity type (DESIGN §3), the same in every figure.
@@ -72,8 +83,93 @@ HINT_COLUMNS: dict[str, str] = {
     "action": "action",
 }
 
+#: What each hint column means (hover text of its heading).
+HINT_HELP: dict[str, str] = {
+    "kind": "which rule fired: straggler, hotspot, parallelism, scheduling-, "
+    "shuffle- or driver-bound, idle capacity",
+    "severity": "high, medium or low: how far the numbers are past the rule's "
+    "threshold",
+    "stage_id": "the Spark stage the hint is about (blank: the whole run)",
+    "executor_id": "the executor the hint is about (blank: none in particular)",
+    "partition": "the task's partition, for a hotspot (a skewed key)",
+    "evidence": "the numbers that fired the rule (shares of the critical path "
+    "as %, durations, times of day in UTC)",
+    "action": "what to change: the Spark setting or code pattern to try",
+}
+
 #: Label of the operator row that collects edges outside any stage.
 NO_STAGE = "(no stage: driver, idle)"
+
+#: One line under each chart: what it shows and how to read it, in the words
+#: of the README's glossary (shared by the dashboard and the report).
+CAPTIONS: dict[str, str] = {
+    "activity": "Each bar is a window; its colours split the window's critical "
+    "path (CP) by activity and add up to 100%: the tallest colour is what held "
+    "the run back then.",
+    "straggler": "Each worker's CP share (red) beside its fair share (grey), "
+    "the share it would hold if the critical path were spread evenly over the "
+    "active workers: red far above grey is a straggler.",
+    "operator": f"CP share of each operator (Spark stage and call site); "
+    f"{NO_STAGE} is driver code and slots waiting for work.",
+    "communication": "CP share of the messages and shuffle reads from each "
+    "sender (row) to each receiver (column): a dark cell is a channel the "
+    "critical path waits on.",
+    "timeline": "One row per worker, one bar per activity, coloured by critical "
+    "participation (CP): dark bars held the window back, pale ones had slack; "
+    "faint bars are slots waiting, grey lines messages.",
+    "hints": "Rebalancing suggestions drawn from CP, most severe first: the "
+    "evidence is the numbers that fired the rule, the action what to change "
+    "(hover a column's heading for its meaning).",
+}
+
+#: Why the communication chart is hidden for a run with one executor.
+ONE_EXECUTOR_NOTE = (
+    "Communication chart hidden: the run has one executor (local mode), so "
+    "there is no communication between executors."
+)
+
+_WORKER = re.compile(r"exec-([^/\s]+)/([0-9]+)")
+
+
+def worker_label(worker: str | None) -> str:
+    """How a worker is shown to a user (the data keep its name).
+
+    ``exec-3/1`` is executor 3's core 1; the driver's own timeline is
+    ``driver``, and a slot of the executor inside the driver (local mode,
+    ``exec-driver/1``) is ``driver, core 1``.
+
+    >>> worker_label("exec-3/1"), worker_label("exec-driver/1")
+    ('executor 3, core 1', 'driver, core 1')
+    >>> worker_label("driver"), worker_label(None), worker_label("a")
+    ('driver', 'driver', 'a')
+    """
+    if worker is None:
+        return "driver"
+    match = _WORKER.fullmatch(worker)
+    if match is None:
+        return worker
+    executor, core = match.groups()
+    if executor == "driver":
+        return f"driver, core {core}"
+    return f"executor {executor}, core {core}"
+
+
+def worker_text(text: str) -> str:
+    """``text`` with every worker name in it shown by :func:`worker_label`.
+
+    >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
+    'move work off executor 2, core 0 (and driver, core 1)'
+    """
+    return _WORKER.sub(lambda m: worker_label(m.group(0)), text)
+
+
+def _natural(label: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"([0-9]+)", label)]
+
+
+def _labels(workers: pl.Series) -> np.ndarray:
+    names = {w: worker_label(w) for w in workers.unique().to_list()}
+    return np.array([names[w] for w in workers.to_list()], dtype=object)
 
 
 def empty_figure(message: str) -> go.Figure:
@@ -166,10 +262,13 @@ def activity_over_time(activity_by_window: pl.DataFrame) -> go.Figure:
             offset=0,
             name=activity,
             marker_color=activity_colour(activity),
-            customdata=(rows[CP_NS] / 1e9).to_list(),
+            # The window start in ns rides along, so a click picks the window.
+            customdata=rows.select(
+                pl.col(CP_NS) / 1e9, pl.col(WINDOW_START_NS).cast(pl.String)
+            ).rows(),
             hovertemplate=(
                 f"{activity}<br>window %{{x}}<br>CP share %{{y:.1%}}"
-                "<br>critical time %{customdata:.3g} s<extra></extra>"
+                "<br>critical time %{customdata[0]:.3g} s<extra></extra>"
             ),
         )
     fig.update_layout(
@@ -213,7 +312,10 @@ def straggler_bars(straggler: pl.DataFrame, top: int = 30) -> go.Figure:
         return empty_figure("no worker is on the critical path")
     key = "worker" if "worker" in straggler.columns else "executor_id"
     rows = straggler.sort([CP_SHARE, key], descending=[True, False]).head(top)
-    labels = rows[key].fill_null("driver").to_list()
+    if key == "worker":
+        labels = [worker_label(w) for w in rows[key].to_list()]
+    else:
+        labels = rows[key].fill_null("driver").to_list()
     ratio = rows["ratio"].to_list() if "ratio" in rows.columns else [None] * len(rows)
     fig = go.Figure()
     fig.add_bar(
@@ -349,6 +451,8 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
     ).iter_rows():
         z[index[src]][index[dst]] = share
         text[index[src]][index[dst]] = kinds
+    top = float(rows[CP_SHARE].max() or 0.0)  # type: ignore[arg-type]
+    zmax = top if top > 0 else 0.01
     fig = go.Figure(
         go.Heatmap(
             x=names,
@@ -360,8 +464,8 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
             # Fixed bounds: with one distinct value (often all 0: Spark's
             # control messages take no time) plotly would centre the scale on
             # it and label negative shares.
-            zmax=max(float(rows[CP_SHARE].max() or 0.0), 0.01),  # type: ignore[arg-type]
-            colorbar={"title": "CP share", "tickformat": ".0%"},
+            zmax=zmax,
+            colorbar={"title": "CP share", "tickformat": share_tickformat(zmax)},
             hovertemplate=(
                 "%{y} → %{x}<br>%{text}<br>CP share %{z:.2%}<extra></extra>"
             ),
@@ -377,10 +481,38 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
     return fig
 
 
-def _worker_order(workers: list[str]) -> list[str]:
-    # The driver on top, then slots in name order (plotly draws the first
-    # category at the bottom, hence the reversal).
-    ordered = sorted(set(workers), key=lambda w: (w != "driver", w))
+def share_tickformat(top: float) -> str:
+    """A percent tick format with the decimals that resolve ``0..top``.
+
+    >>> share_tickformat(0.0054), share_tickformat(0.01), share_tickformat(0.4)
+    ('.2%', '.1%', '.0%')
+    """
+    if top <= 0:
+        return ".0%"
+    return f".{max(0, 1 - math.floor(math.log10(top * 100)))}%"
+
+
+def one_executor(communication: pl.DataFrame) -> bool:
+    """Whether the channels of ``communication`` touch at most one executor.
+
+    Then there is no communication between executors to show (local mode:
+    the driver and its one executor).
+
+    >>> one_executor(pl.DataFrame({"src_executor_id": [None, "driver"],
+    ...     "dst_executor_id": ["driver", None]}))
+    True
+    """
+    columns = [c for c in ("src_executor_id", "dst_executor_id") if c in communication]
+    if not columns:
+        return False
+    ids = pl.concat([communication[c] for c in columns]).drop_nulls().unique()
+    return len(ids) <= 1
+
+
+def _worker_order(labels: list[str]) -> list[str]:
+    # The driver on top, then slots in executor and core order (plotly draws
+    # the first category at the bottom, hence the reversal).
+    ordered = sorted(set(labels), key=lambda w: (w != "driver", _natural(w)))
     return ordered[::-1]
 
 
@@ -438,8 +570,8 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
         fig.add_trace(_gantt_bars(local, origin))
     if not messages.is_empty():
         fig.add_trace(_gantt_messages(messages, origin))
-    workers = cp_rows["src_worker"].to_list() + cp_rows["dst_worker"].to_list()
-    order = _worker_order(workers)
+    workers = pl.concat([cp_rows["src_worker"], cp_rows["dst_worker"]]).unique()
+    order = _worker_order([worker_label(w) for w in workers.to_list()])
     end_ms = (int(cp_rows[WINDOW_END_NS][0]) - origin) / 1e6
     fig.update_layout(
         title="Most critical window: edges coloured by critical participation",
@@ -454,7 +586,25 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
     return fig
 
 
-def _hover_facts(rows: pl.DataFrame) -> np.ndarray:
+def ms_text(ms: float) -> str:
+    """A time in ms with at most 3 decimals and no trailing zeros.
+
+    >>> ms_text(451.0), ms_text(0.25), ms_text(1234.5678)
+    ('451 ms', '0.25 ms', '1234.568 ms')
+    """
+    return f"{ms:.3f}".rstrip("0").rstrip(".") + " ms"
+
+
+def _spans(rows: pl.DataFrame, origin: int) -> list[str]:
+    start = ((rows["start_ns"] - origin) / 1e6).to_list()
+    end = ((rows["end_ns"] - origin) / 1e6).to_list()
+    return [
+        f"{ms_text(a)} → {ms_text(b)} ({ms_text(b - a)})"
+        for a, b in zip(start, end, strict=True)
+    ]
+
+
+def _hover_facts(rows: pl.DataFrame, origin: int) -> np.ndarray:
     # A 2-D numpy array, not a list of tuples: plotly validates arrays
     # without a Python loop (a 10,000-edge window drew in 0.3 s with lists).
     return rows.select(
@@ -463,6 +613,7 @@ def _hover_facts(rows: pl.DataFrame) -> np.ndarray:
         pl.col("stage_id").cast(pl.String).fill_null("–"),
         pl.col("task_id").cast(pl.String).fill_null("–"),
         "cp",
+        pl.Series("span", _spans(rows, origin), dtype=pl.String),
     ).to_numpy()
 
 
@@ -470,7 +621,7 @@ def _gantt_bars(local: pl.DataFrame, origin: int) -> go.Bar:
     cp = local["cp"].to_numpy()
     waiting = (local["activity"] == "waiting").to_numpy()
     return go.Bar(
-        y=local["src_worker"].to_numpy(),
+        y=_labels(local["src_worker"]),
         base=((local["start_ns"] - origin) / 1e6).to_numpy(),
         x=((local["end_ns"] - local["start_ns"]) / 1e6).to_numpy(),
         orientation="h",
@@ -484,11 +635,11 @@ def _gantt_bars(local: pl.DataFrame, origin: int) -> go.Bar:
             "opacity": np.where(waiting, 0.3, 1.0),
             "line": {"width": 0.5, "color": "#555"},
         },
-        customdata=_hover_facts(local),
+        customdata=_hover_facts(local, origin),
         hovertemplate=(
             "%{y}<br>%{customdata[0]}<br>%{customdata[1]}"
             "<br>stage %{customdata[2]}, task %{customdata[3]}"
-            "<br>%{base:.1f} ms + %{x:.1f} ms<br>CP %{customdata[4]:.3f}"
+            "<br>%{customdata[5]}<br>CP %{customdata[4]:.3f}"
             "<extra></extra>"
         ),
     )
@@ -502,9 +653,9 @@ def _gantt_messages(messages: pl.DataFrame, origin: int) -> go.Scatter:
     xs[0::3] = ((messages["start_ns"] - origin) / 1e6).to_numpy()
     xs[1::3] = ((messages["end_ns"] - origin) / 1e6).to_numpy()
     ys = np.full(3 * n, None, dtype=object)
-    ys[0::3] = messages["src_worker"].to_numpy()
-    ys[1::3] = messages["dst_worker"].to_numpy()
-    hover = _hover_facts(messages)
+    ys[0::3] = _labels(messages["src_worker"])
+    ys[1::3] = _labels(messages["dst_worker"])
+    hover = _hover_facts(messages, origin)
     facts = np.full((3 * n, hover.shape[1]), None, dtype=object)
     facts[0::3] = hover
     facts[1::3] = hover
@@ -518,16 +669,96 @@ def _gantt_messages(messages: pl.DataFrame, origin: int) -> go.Scatter:
         customdata=facts,
         hovertemplate=(
             "%{customdata[0]} message<br>stage %{customdata[2]}, "
-            "task %{customdata[3]}<br>CP %{customdata[4]:.3f}<extra></extra>"
+            "task %{customdata[3]}<br>sent → received: %{customdata[5]}"
+            "<br>CP %{customdata[4]:.3f}<extra></extra>"
         ),
     )
 
 
-def evidence_text(evidence: str | None) -> str:
-    """A hint's evidence JSON as ``key=value`` pairs on one line.
+def _significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, without exponent.
 
-    >>> evidence_text('{"share": 0.5, "tasks": [1, 2]}')
-    'share=0.5, tasks=[1, 2]'
+    >>> _significant(125754.527163), _significant(0.012345), _significant(90.0)
+    ('126,000', '0.0123', '90')
+    """
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    places = digits - 1 - math.floor(math.log10(abs(value)))
+    rounded = round(value, places)
+    if places <= 0:
+        return f"{rounded:,.0f}"
+    return f"{rounded:.{places}f}".rstrip("0").rstrip(".")
+
+
+def _duration(ns: float) -> str:
+    seconds = abs(ns) / 1e9
+    if seconds >= 1:
+        return f"{_significant(ns / 1e9)} s"
+    if seconds >= 1e-3:
+        return f"{_significant(ns / 1e6)} ms"
+    return f"{_significant(ns / 1e3)} µs"
+
+
+def _size(n: float) -> str:
+    if abs(n) >= 1e6:
+        return f"{_significant(n / 1e6)} MB"
+    if abs(n) >= 1e3:
+        return f"{_significant(n / 1e3)} kB"
+    return f"{_significant(n)} B"
+
+
+def _time_of_day(ns: float) -> str:
+    moment = dt.datetime.fromtimestamp(int(ns) // 1000 / 1e6, tz=dt.timezone.utc)
+    return moment.strftime("%H:%M:%S.%f")[:-3]
+
+
+def _evidence_value(key: str, value: Any) -> str:
+    """One evidence value in units, by its key's naming convention."""
+    if value is None:
+        return "–"
+    if isinstance(value, dict):
+        return "{" + _evidence_pairs(value) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_evidence_value(key, v) for v in value) + "]"
+    if isinstance(value, str):
+        return worker_text(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return json.dumps(value)
+    if key in ("start_ns", "end_ns"):
+        return _time_of_day(value) + " UTC"
+    if key.endswith("_ns"):
+        return _duration(value)
+    if key.endswith("_bytes"):
+        return _size(value)
+    if "rate" in key:
+        return f"{_significant(value)} rows/s"
+    if "share" in key:
+        return f"{_significant(value * 100)}%"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    return _significant(value)
+
+
+def _evidence_pairs(data: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{re.sub(r'_(ns|bytes)$', '', k)}={_evidence_value(k, v)}"
+        for k, v in data.items()
+    )
+
+
+def evidence_text(evidence: str | None) -> str:
+    """A hint's evidence JSON as ``key=value`` pairs in units, on one line.
+
+    Durations (``*_ns``) in s or ms, sizes (``*_bytes``) in MB or kB, rates
+    in rows/s, all to 3 significant digits; ``start_ns``/``end_ns`` as times
+    of day (UTC), shares as %, workers as :func:`worker_label` shows them.
+    The unit suffix leaves the key. The raw numbers stay in the hints frame
+    (``--json``, Parquet); this is only how they are shown.
+
+    >>> evidence_text('{"share": 0.5, "tasks": [1, 2], "target_stage_ns": 2.875e8}')
+    'share=50%, tasks=[1, 2], target_stage=288 ms'
+    >>> evidence_text('{"start_ns": 1795463597412000000, "observed_rate": 125754.5}')
+    'start=19:53:17.412 UTC, observed_rate=126,000 rows/s'
     >>> evidence_text(None)
     ''
     """
@@ -539,7 +770,7 @@ def evidence_text(evidence: str | None) -> str:
         return evidence
     if not isinstance(data, dict):
         return json.dumps(data)
-    return ", ".join(f"{k}={json.dumps(v)}" for k, v in data.items())
+    return _evidence_pairs(data)
 
 
 def hints_table(hints: pl.DataFrame) -> go.Figure:
@@ -564,7 +795,7 @@ def hints_table(hints: pl.DataFrame) -> go.Figure:
     ...     "evidence": ['{"driver_share": 0.9}'], "action": ["move work"]})
     >>> fig = hints_table(h)
     >>> list(fig.data[0].header.values)[:2], list(fig.data[0].cells.values[5])
-    (['kind', 'severity'], ['driver_share=0.9'])
+    (['kind', 'severity'], ['driver_share=90%'])
     """
     if hints.is_empty():
         return empty_figure("no rebalancing hint: no threshold was crossed")
@@ -573,6 +804,8 @@ def hints_table(hints: pl.DataFrame) -> go.Figure:
         values = hints[column].to_list() if column in hints.columns else []
         if column == "evidence":
             columns.append([evidence_text(v) for v in values])
+        elif column == "action":
+            columns.append(["" if v is None else worker_text(str(v)) for v in values])
         else:
             columns.append(["" if v is None else str(v) for v in values])
     fig = go.Figure(

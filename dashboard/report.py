@@ -62,6 +62,16 @@ SECTIONS: dict[str, str] = {
     "gantt": "The most critical window",
 }
 
+#: Section id -> the one line under its chart (figures.CAPTIONS).
+_CAPTIONS = {
+    "hints": figures.CAPTIONS["hints"],
+    "activity": figures.CAPTIONS["activity"],
+    "straggler": figures.CAPTIONS["straggler"],
+    "operator": figures.CAPTIONS["operator"],
+    "communication": figures.CAPTIONS["communication"],
+    "gantt": figures.CAPTIONS["timeline"],
+}
+
 #: Activities that happen inside a task on an executor slot.
 TASK_ACTIVITIES = (
     "processing",
@@ -196,17 +206,19 @@ def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) 
 def _hints_html(hints: pl.DataFrame) -> str:
     if hints.is_empty():
         return "<p>No rebalancing hint: no rule's numbers crossed its threshold.</p>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in figures.HINT_COLUMNS.values())
+    head = "".join(
+        f'<th title="{html.escape(figures.HINT_HELP[c])}">{html.escape(h)}</th>'
+        for c, h in figures.HINT_COLUMNS.items()
+    )
     body = []
     for row in hints.iter_rows(named=True):
         cells = []
         for column in figures.HINT_COLUMNS:
             value = row.get(column)
-            text = (
-                figures.evidence_text(value)
-                if column == "evidence"
-                else ("" if value is None else str(value))
-            )
+            if column == "evidence":
+                text = figures.evidence_text(value)
+            else:
+                text = "" if value is None else figures.worker_text(str(value))
             tag = "code" if column == "evidence" else "span"
             cells.append(f"<td><{tag}>{html.escape(text)}</{tag}></td>")
         severity = html.escape(str(row.get("severity") or ""))
@@ -244,6 +256,8 @@ tr.severity-high td:nth-child(2) { color: #b00; font-weight: bold; }
 tr.severity-medium td:nth-child(2) { color: #c60; }
 code { font-size: 0.85em; word-break: break-word; }
 p.note { color: #555; font-size: 0.9em; }
+p.caption { color: #555; font-size: 0.9em; margin: 0.2em 0 0; }
+th[title] { cursor: help; }
 """
 
 
@@ -311,16 +325,24 @@ def write_report(
     for section, heading in SECTIONS.items():
         if section == "overview":
             continue
+        caption = f'<p class="caption">{html.escape(_CAPTIONS[section])}</p>'
         if section == "hints":
             # A plain table, readable without JavaScript (the dashboard uses
             # figures.hints_table for the same rows).
             parts.append(
                 f'<section id="hints"><h2>{html.escape(heading)}</h2>'
-                f"{_hints_html(summaries.hints)}</section>"
+                f"{_hints_html(summaries.hints)}{caption}</section>"
             )
             continue
         extra = ""
         if section == "communication":
+            if figures.one_executor(summaries.communication):
+                parts.append(
+                    f'<section id="communication"><h2>{html.escape(heading)}</h2>'
+                    f'<p class="note">{html.escape(figures.ONE_EXECUTOR_NOTE)}</p>'
+                    f"{_shuffle_note(summaries.communication)}</section>"
+                )
+                continue
             extra = _shuffle_note(summaries.communication)
         plot = pio.to_html(
             built[section],
@@ -333,7 +355,7 @@ def write_report(
         first = False
         parts.append(
             f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
-            f"{extra}{plot}</section>"
+            f"{extra}{plot}{caption}</section>"
         )
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

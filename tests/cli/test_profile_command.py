@@ -60,10 +60,11 @@ def test_report_is_self_contained_with_every_section(profiled: Path) -> None:
     # GIVEN a profile of the shared event log
     page = (profiled / "report.html").read_text(encoding="utf-8")
     # THEN plotly.js is inlined (its banner once) and nothing loads from
-    # the net; one plot per section but the overview and the hints
+    # the net; one plot per section but the overview, the hints and (one
+    # executor: local mode) the communication
     assert page.count("* plotly.js v") == 1
     assert 'src="http' not in page and "src='http" not in page
-    assert page.count("Plotly.newPlot") == len(SECTIONS) - 2
+    assert page.count("Plotly.newPlot") == len(SECTIONS) - 3
     # AND every section is there, the header names the input and window
     for section in SECTIONS:
         assert f'id="{section}"' in page

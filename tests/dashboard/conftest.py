@@ -13,8 +13,6 @@ from sparktrail.dashboard.snapshots import Snapshot, WindowView, closed_label
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore
 from sparktrail.pag import write_trace
-
-# The browser tests import their helpers (browser_support) by name.
 from sparktrail.synthetic import barrier_trace
 
 MANY = 10_000

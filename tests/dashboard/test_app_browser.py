@@ -109,7 +109,8 @@ def test_the_dashboard_shows_every_summary_follows_and_picks_windows(
     labels = picker_labels(browser)
     assert labels[0].startswith("latest")
     closed = len(thread.latest().windows)
-    assert len(labels) == closed + 1
+    assert labels[1].startswith("whole run")
+    assert len(labels) == closed + 2
 
     # WHEN the second half of the trace (tasks, messages) lands
     write_trace(halves[1], trace_dir / "part-001.arrow")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import plotly.graph_objects as go
@@ -78,7 +79,7 @@ def test_straggler_bars_compare_cp_with_fair_share() -> None:
     fig = figures.straggler_bars(straggler)
     assert [t.name for t in fig.data] == ["CP share", "fair share"]
     # largest CP first
-    assert list(fig.data[0].x) == ["exec-1/0", "exec-1/1"]
+    assert list(fig.data[0].x) == ["executor 1, core 0", "executor 1, core 1"]
     assert list(fig.data[0].y) == [0.9, 0.1]
     assert list(fig.data[1].y) == [0.5, 0.5]
     assert fig.layout.xaxis.title.text == "worker"
@@ -154,13 +155,17 @@ def test_critical_gantt_colours_bars_by_cp() -> None:
     assert isinstance(bars, go.Bar) and isinstance(messages, go.Scatter)
     assert list(bars.marker.color) == [1.0, 0.0, 0.0]
     assert bars.marker.colorscale is not None
-    assert list(bars.y) == ["exec-1/0", "exec-1/1", "exec-1/1"]
+    assert list(bars.y) == [
+        "executor 1, core 0",
+        "executor 1, core 1",
+        "executor 1, core 1",
+    ]
     assert list(bars.base) == [0.0, 0.0, 4.0]
     assert list(bars.x) == [10.0, 4.0, 6.0]
     assert list(bars.marker.opacity) == [1.0, 1.0, 0.3]  # waiting is faint
     hover = list(bars.customdata[0])[:4]
     assert hover == ["processing", "stage 0: count at A.scala:3", "0", "1"]
-    assert list(messages.y) == ["driver", "exec-1/1", None]
+    assert list(messages.y) == ["driver", "executor 1, core 1", None]
     assert fig.layout.xaxis.title.text == "ms since window start"
     # the driver is drawn on top (last category)
     assert list(fig.layout.yaxis.categoryarray)[-1] == "driver"
@@ -236,3 +241,130 @@ def test_every_builder_accepts_real_summaries() -> None:
         figures.communication_heatmap(s.communication),
     ]
     assert all(isinstance(f, go.Figure) and len(f.data) for f in built)
+
+
+def test_the_heatmap_colour_bar_resolves_a_small_maximum() -> None:
+    # GIVEN channels whose largest CP share is 0.54%
+    communication = pl.DataFrame(
+        {
+            "src": ["executor 1", "executor 2"],
+            "dst": ["executor 2", "executor 1"],
+            "kind": ["shuffle", "shuffle"],
+            "cp_share": [0.0054, 0.001],
+        }
+    )
+    # WHEN the heatmap is drawn
+    heat = figures.communication_heatmap(communication).data[0]
+    # THEN the scale ends at that maximum and its ticks (every fifth of it)
+    # read as distinct percentages
+    assert heat.zmax == pytest.approx(0.0054)
+    tickformat = heat.colorbar.tickformat
+    ticks = [format(heat.zmax * i / 5, tickformat) for i in range(6)]
+    assert len(set(ticks)) == 6, ticks
+    assert ticks[-1] == "0.54%"
+
+
+def test_timeline_hover_gives_start_end_and_duration_in_ms() -> None:
+    # GIVEN a bar from 451 ms to 661 ms of its window
+    ms = 1_000_000
+    rows = cp_rows().with_columns(
+        start_ns=pl.Series([451 * ms, 0, 4 * ms, 0]),
+        end_ns=pl.Series([661 * ms, 4 * ms, 10 * ms, 0]),
+        window_end_ns=pl.lit(1000 * ms),
+    )
+    # WHEN the timeline is drawn
+    bars, messages = figures.critical_gantt(rows).data
+    # THEN its hover says start → end (duration), each in ms
+    hover = bars.hovertemplate
+    assert "+" not in hover
+    assert bars.customdata[0][5] == "451 ms → 661 ms (210 ms)"
+    assert "%{customdata[5]}" in hover
+    assert messages.customdata[0][5] == "0 ms → 0 ms (0 ms)"
+
+
+def test_workers_are_shown_by_one_label_everywhere() -> None:
+    # GIVEN worker names as the trace holds them
+    # THEN one function shows them
+    assert figures.worker_label("exec-3/1") == "executor 3, core 1"
+    assert figures.worker_label("exec-driver/1") == "driver, core 1"
+    assert figures.worker_label("driver") == "driver"
+    # AND the timeline rows, the straggler bars and the hints use it
+    gantt = figures.critical_gantt(cp_rows())
+    assert "exec-" not in " ".join(map(str, gantt.layout.yaxis.categoryarray))
+    hints = pl.DataFrame(
+        {
+            "kind": ["straggler"],
+            "severity": ["high"],
+            "stage_id": [None],
+            "executor_id": ["3"],
+            "partition": [None],
+            "cp_share": [0.4],
+            "evidence": [json.dumps({"worker": "exec-3/1"})],
+            "action": ["move work off exec-3/1 and exec-driver/2"],
+        },
+        schema=HINT_SCHEMA,
+    )
+    cells = [list(c) for c in figures.hints_table(hints).data[0].cells.values]
+    assert cells[5] == ["worker=executor 3, core 1"]
+    assert cells[6] == ["move work off executor 3, core 1 and driver, core 2"]
+
+
+def test_evidence_is_shown_in_units() -> None:
+    # GIVEN evidence as the hint rules write it (raw ns, bytes, rates)
+    evidence = json.dumps(
+        {
+            "start_ns": 1795463597412000000,
+            "duration_ns": 12265000000,
+            "target_stage_ns": 287500000.0,
+            "observed_rate": 125754.527163,
+            "small_side_bytes": 2_500_000,
+            "driver_share": 0.971588,
+            "intervals": [{"end_ns": 1795463598000000000, "cp_share": 0.0054}],
+        }
+    )
+    # WHEN it is shown
+    text = figures.evidence_text(evidence)
+    # THEN every number is in its unit
+    assert text == (
+        "start=19:53:17.412 UTC, duration=12.3 s, target_stage=288 ms, "
+        "observed_rate=126,000 rows/s, small_side=2.5 MB, driver_share=97.2%, "
+        "intervals=[{end=19:53:18.000 UTC, cp_share=0.54%}]"
+    )
+
+
+def test_every_chart_has_a_one_line_caption_in_glossary_words() -> None:
+    # THEN each chart has one line saying what it shows and how to read it
+    charts = {"activity", "straggler", "operator", "communication", "timeline"}
+    assert charts | {"hints"} == set(figures.CAPTIONS)
+    for caption in figures.CAPTIONS.values():
+        assert "\n" not in caption and 40 < len(caption) < 260
+    assert "fair share" in figures.CAPTIONS["straggler"]
+    assert figures.NO_STAGE in figures.CAPTIONS["operator"]
+    assert "CP" in figures.CAPTIONS["timeline"]
+    # AND every hints column has hover help
+    assert set(figures.HINT_HELP) == set(figures.HINT_COLUMNS)
+
+
+def test_the_report_has_captions_and_explained_hint_headings(tmp_path) -> None:
+    from sparktrail.dashboard.report import window_cp, write_report
+
+    # GIVEN a report of a small trace with a hint
+    trace = pl.DataFrame(
+        {
+            "src_worker": ["driver", "exec-1/0"],
+            "dst_worker": ["driver", "exec-1/0"],
+            "start_ns": [0, 10],
+            "end_ns": [10, 20],
+            "activity": ["driver", "processing"],
+        }
+    )
+    s = summarize(trace, 10)
+    page = write_report(s, window_cp(trace, 10, 20), tmp_path, "t").read_text()
+    # THEN every chart's caption is under it, and hint headings explain themselves
+    assert not s.hints.is_empty()
+    for chart, caption in figures.CAPTIONS.items():
+        # (one executor: the communication chart is a note instead)
+        assert (html.escape(caption) in page) == (chart != "communication")
+    assert html.escape(figures.ONE_EXECUTOR_NOTE) in page
+    for help_text in figures.HINT_HELP.values():
+        assert f'title="{html.escape(help_text)}"' in page

@@ -31,6 +31,7 @@ from sparktrail.dashboard.snapshots import (
     Snapshot,
     StaticSource,
 )
+from sparktrail.dashboard.whole_run import WHOLE_RUN
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
@@ -53,10 +54,12 @@ def test_the_picker_lists_the_newest_windows_and_finds_older_ones(
     windows = many_windows.windows
     # GIVEN 10,000 windows WHEN the picker opens without a search
     options = picker_options(many_windows)
-    # THEN it lists follow-latest and the newest windows, newest first
-    assert len(options) == 1 + PICKER_WINDOWS
+    # THEN it lists follow-latest, the whole run and the newest windows,
+    # newest first
+    assert len(options) == 2 + PICKER_WINDOWS
     assert options[0]["value"] == LATEST
-    assert options[1]["value"] == windows[-1].key
+    assert options[1]["value"] == WHOLE_RUN
+    assert options[2]["value"] == windows[-1].key
     assert options[-1]["value"] == windows[-PICKER_WINDOWS].key
     # WHEN the start time of an old window is typed
     old = windows[5]
@@ -67,7 +70,7 @@ def test_the_picker_lists_the_newest_windows_and_finds_older_ones(
     # AND a picked old window stays listed once the search is cleared
     kept = picker_options(many_windows, "", old.key)
     assert kept[-1] == {"label": old.label, "value": old.key}
-    assert len(kept) == 2 + PICKER_WINDOWS
+    assert len(kept) == 3 + PICKER_WINDOWS
     # AND a search nothing matches offers follow-latest only
     assert picker_options(many_windows, "../../etc/passwd") == options[:1]
 
@@ -163,7 +166,7 @@ def test_callbacks_send_little_with_many_windows(many_windows: Snapshot) -> None
         (("window-picker", "value", LATEST),),
     )
     options = data["response"]["window-picker"]["options"]
-    assert len(options) == 1 + PICKER_WINDOWS
+    assert len(options) == 2 + PICKER_WINDOWS
     # WHEN the figures are drawn, then an old window is picked
     full = post(
         client,

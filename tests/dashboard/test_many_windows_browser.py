@@ -67,7 +67,7 @@ def test_ten_thousand_windows_load_and_an_old_one_is_found_and_shown(
     # AND the picker lists follow-latest and the newest windows only
     browser.find_element(By.ID, "window-picker").click()
     listed = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
-    assert 1 < len(listed) <= 1 + PICKER_WINDOWS
+    assert 1 < len(listed) <= 2 + PICKER_WINDOWS
     assert windows[5].label not in [o.text for o in listed]
 
     # WHEN the start time of an old window is typed into the picker

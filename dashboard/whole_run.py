@@ -1,0 +1,159 @@
+"""The live dashboard's "whole run" choice: the closed windows taken together.
+
+A live snapshot already holds one whole-run frame, ``activity_by_window``
+of every closed window (the over-time chart). The other summaries are kept
+per window; :func:`whole_run_view` finishes them the way the glossary
+defines whole-run figures: the mean over the windows that have a path (a
+window's CP sums to 1, so CP shares are summed and divided by their
+number). The timeline shows the most critical window, picked as the
+report picks it (:func:`~sparktrail.dashboard.report.most_critical_window`).
+
+The hints need the whole trace (task facts, driver intervals), which the
+live dashboard does not keep: the view has none, and the page says where
+whole-run hints come from (``sparktrail profile``).
+
+The frames are computed when the view is first drawn, reading every
+window's frames once (from the store for windows no longer cached).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from sparktrail.summaries import Summaries
+
+from .report import most_critical_window
+from .snapshots import Snapshot, WindowFrames, WindowView, utc
+
+__all__ = ["WHOLE_RUN", "WHOLE_RUN_HINTS", "whole_run_frames", "whole_run_view"]
+
+#: The window-picker value of the whole run.
+WHOLE_RUN = "whole-run"
+#: What the hints table says for the whole run of a live trace.
+WHOLE_RUN_HINTS = (
+    "whole-run hints need the whole trace: `sparktrail profile` writes them; "
+    "pick a window for its hints"
+)
+
+
+def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    kept = [f for f in frames if not f.is_empty()]
+    return pl.concat(kept, how="diagonal_relaxed") if kept else pl.DataFrame()
+
+
+def _mean(frame: pl.DataFrame, keys: list[str], n: int, *sums: str) -> pl.DataFrame:
+    if frame.is_empty():
+        return frame
+    present = [c for c in sums if c in frame.columns]
+    return (
+        frame.group_by(keys)
+        .agg(*[pl.col(c).sum() for c in present])
+        .with_columns(*[(pl.col(c) / n) for c in present if c.endswith("share")])
+        .sort("cp_share", descending=True)
+    )
+
+
+def whole_run_frames(
+    views: tuple[WindowView, ...], activity_by_window: pl.DataFrame
+) -> WindowFrames:
+    """The whole-run summaries of ``views`` and the most critical window's CP.
+
+    Parameters
+    ----------
+    views
+        The closed windows, in time order.
+    activity_by_window
+        Their ``activity_by_window`` rows, concatenated (the snapshot's).
+    """
+    parts = [v.summaries for v in views]
+    windows = _stack([p.windows for p in parts]).unique("window_start_ns")
+    windows = windows.sort("window_start_ns") if len(windows) else windows
+    n = max(1, int(windows["has_paths"].sum())) if len(windows) else 1
+    straggler = _mean(
+        _stack([p.straggler for p in parts]),
+        ["worker"],
+        n,
+        "cp_share",
+        "cp_ns",
+        "fair_share",
+        "busy_ns",
+    )
+    if "fair_share" in straggler.columns:
+        straggler = straggler.with_columns(
+            ratio=pl.col("cp_share") / pl.col("fair_share")
+        )
+    operator = _mean(
+        _stack([p.operator for p in parts]), ["operator"], n, "cp_share", "cp_ns"
+    )
+    channels = _stack([p.communication for p in parts])
+    keys: list[str] = [
+        c
+        for c in ("src", "dst", "src_executor_id", "dst_executor_id", "kind")
+        if c in channels.columns
+    ]
+    communication = _mean(channels, keys, n, "cp_share", "cp_ns", "edges")
+    activity = _mean(activity_by_window, ["activity"], n, "cp_share", "cp_ns")
+    first = parts[0]
+    summaries = Summaries(
+        activity=activity,
+        activity_by_window=activity_by_window,
+        straggler=straggler,
+        executor=pl.DataFrame(),
+        operator=operator,
+        communication=communication,
+        hints=first.hints.clear(),
+        windows=windows,
+        window_ns=first.window_ns,
+        origin_ns=views[0].start_ns,
+    )
+    cp = None
+    busiest = most_critical_window(summaries)
+    if busiest is not None:
+        for view in views:
+            if view.start_ns == busiest[0]:
+                cp = view.cp
+    return WindowFrames(summaries, cp)
+
+
+def whole_run_view(snapshot: Snapshot) -> WindowView | None:
+    """The whole run of ``snapshot`` as one view (``None`` before any window).
+
+    A finished report's one view already is the whole run.
+    """
+    views = snapshot.windows
+    if not views:
+        return None
+    if not snapshot.live:
+        return views[-1]
+    start, end = views[0].start_ns, views[-1].end_ns
+    label = f"whole run {utc(start)} – {utc(end)} UTC ({len(views)} windows)"
+    frames = functools.partial(_cached, views, snapshot.activity_by_window)
+    return _WholeRun(start, end, label, frames)
+
+
+class _WholeRun(WindowView):
+    """A view whose picker value is :data:`WHOLE_RUN`."""
+
+    @property
+    def key(self) -> str:
+        """The window-picker value of the whole run."""
+        return WHOLE_RUN
+
+
+_last: tuple[tuple[WindowView, ...], WindowFrames] | None = None
+
+
+def _cached(
+    views: tuple[WindowView, ...], activity_by_window: pl.DataFrame
+) -> WindowFrames:
+    # The last result is kept until the windows change (one redraw reads
+    # every window once, not once per figure).
+    global _last
+    held = _last
+    if held is not None and held[0] is views:
+        return held[1]
+    frames = whole_run_frames(views, activity_by_window)
+    _last = (views, frames)
+    return frames
