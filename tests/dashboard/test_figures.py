@@ -277,9 +277,9 @@ def test_timeline_hover_gives_start_end_and_duration_in_ms() -> None:
     # THEN its hover says start → end (duration), each in ms
     hover = bars.hovertemplate
     assert "+" not in hover
-    assert bars.customdata[0][5] == "451 ms → 661 ms (210 ms)"
-    assert "%{customdata[5]}" in hover
-    assert messages.customdata[0][5] == "0 ms → 0 ms (0 ms)"
+    assert bars.customdata[0][4] == "451 ms → 661 ms (210 ms)"
+    assert "%{customdata[4]}" in hover
+    assert messages.customdata[0][4] == "0 ms → 0 ms (0 ms)"
 
 
 def test_workers_are_shown_by_one_label_everywhere() -> None:
