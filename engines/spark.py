@@ -67,6 +67,7 @@ from sparktrail.pag.tables import (
     CP_TABLE,
     EDGE_INDEX,
     END_NS,
+    KERNEL_COLUMNS,
     START_NS,
     WEIGHT_NS,
     WINDOW_END_NS,
@@ -95,16 +96,6 @@ __all__ = ["cp_spark", "partials_spark", "spark_session", "summarize_spark"]
 
 #: JVM heap of a session this module starts (local mode: driver = executor).
 DRIVER_MEMORY = "2g"
-#: The trace columns the CP kernel reads (plus ``edge_index``).
-_KERNEL_COLUMNS = (
-    "src_worker",
-    "dst_worker",
-    "start_ns",
-    "end_ns",
-    "activity",
-    "src_seq",
-    "dst_seq",
-)
 #: Trace columns the summaries group CP rows by, carried through the kernel.
 _SUMMARY_COLUMNS = ("operator", "stage_id", "task_id")
 #: What each window's Arrow function returns: the CP table's columns but
@@ -222,7 +213,7 @@ def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
     exploded = ranged.withColumn(
         "window", F.explode(F.sequence(F.col("_lo"), F.col("_hi")))
     )
-    return exploded.select("window", "edge_index", *_KERNEL_COLUMNS, *_SUMMARY_COLUMNS)
+    return exploded.select("window", "edge_index", *KERNEL_COLUMNS, *_SUMMARY_COLUMNS)
 
 
 def _window_cp(
@@ -290,7 +281,7 @@ def _cp_rows(
     """
     extent = trace_extent(frame)
     path = os.path.join(tmp, "trace.parquet")
-    frame.select(*_KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
+    frame.select(*KERNEL_COLUMNS, *_SUMMARY_COLUMNS).with_row_index(
         EDGE_INDEX
     ).with_columns(pl.col(EDGE_INDEX).cast(pl.Int64)).write_parquet(path)
     pieces = _pieces(session.read.parquet(path), window_ns, origin_ns)

@@ -40,6 +40,7 @@ __all__ = [
     "CP_TABLE",
     "EDGE_INDEX",
     "END_NS",
+    "KERNEL_COLUMNS",
     "REQUIRED_COLUMNS",
     "START_NS",
     "TRACE",
@@ -86,6 +87,16 @@ TRACE: Schema = {
     "src_seq": pl.Int64(),
     "dst_seq": pl.Int64(),
 }
+#: The trace columns the CP kernel reads: a window's PAG is built from these.
+KERNEL_COLUMNS = (
+    "src_worker",
+    "dst_worker",
+    START_NS,
+    END_NS,
+    ACTIVITY,
+    "src_seq",
+    "dst_seq",
+)
 #: Trace columns a producer must write (the others default to null or 0).
 REQUIRED_COLUMNS = ("src_worker", "dst_worker", START_NS, END_NS, ACTIVITY)
 
