@@ -92,13 +92,7 @@ from sparktrail.summaries.result import HintOptions
 
 from .store import StoredWindow, WindowStore, store_dir
 
-__all__ = [
-    "CHECKPOINT_VERSION",
-    "ClosedWindow",
-    "OnlinePipeline",
-    "TraceFileWarning",
-    "listed_windows",  # owned by sparktrail.pag.windows
-]
+__all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
 
 CHECKPOINT_VERSION = 1
 ROW = "_row"  # global row number, carried through as an extra trace column

@@ -26,7 +26,7 @@ part, cutting the trace into windows and counting their paths, over Spark:
    further), messages by sender, CP per task over the windows with paths,
    and CP per driver row. Only those sums, a few rows per window (and one
    per task), come back to the driver, through Arrow.
-5. :func:`~sparktrail.engines.batch.summaries_from_partials` finishes
+5. :func:`~sparktrail.summaries.finish.summaries_from_partials` finishes
    the summaries and hints from them, as the polars engine does, so both
    engines share one definition of every summary and hint.
 

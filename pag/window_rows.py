@@ -25,30 +25,10 @@ import polars as pl
 from .participation import CycleError, critical_participation
 from .snapshot import SnapshotWarning
 from .trace import Trace
-from .windows import (
-    TRACE_ROW,
-    clip,
-    first_event,
-    is_interval,
-    last_event,
-    touches,
-    touching,
-    trace_row,
-)
+from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
-# The windowing rules are owned by .windows; re-exported here for callers
-# that cut a window's rows.
-__all__ = [
-    "TRACE_ROW",
-    "batch_cp",
-    "clip",
-    "first_event",
-    "is_interval",
-    "last_event",
-    "touches",
-    "touching",
-    "trace_extent",
-]
+# The windowing rules themselves are in .windows.
+__all__ = ["batch_cp", "trace_extent"]
 
 
 def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from sparktrail.engines.online import (
 from sparktrail.engines.store import WINDOW_FRAMES, WindowStore, store_dir
 from sparktrail.pag import critical_participation, write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.window_rows import clip, touching
+from sparktrail.pag.windows import clip, touching
 from sparktrail.synthetic import barrier_trace
 
 WINDOW = 200_000  # ns; a barrier round lasts up to ~100 us
