@@ -63,6 +63,7 @@ ACTIVITY_COLOURS: dict[str, str] = {
     "shuffle_write": "#8c564b",
     "result": "#e377c2",
     "driver": "#2ca02c",
+    "startup": "#98df8a",
     "waiting": "#c7c7c7",
     "control": "#7f7f7f",
     "data": "#393b79",

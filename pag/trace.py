@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -35,6 +35,7 @@ import pyarrow.ipc as ipc
 
 from sparktrail.errors import InputError
 
+from .context import CONTEXT_KEY, AppContext, ContextError
 from .tables import REQUIRED_COLUMNS, TRACE
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "TraceLike",
     "empty_trace",
     "load_trace",
+    "read_context",
     "read_trace",
     "trace_files",
     "validate_trace",
@@ -69,6 +71,7 @@ LOCAL_ACTIVITIES = (
     "result",
     "gc",
     "driver",
+    "startup",
     "waiting",
 )
 COMMUNICATION_ACTIVITIES = ("control", "data")
@@ -133,6 +136,12 @@ class Trace:
 
     #: The validated frame (:func:`validate_trace`'s canonical types).
     frame: pl.DataFrame
+    #: What the application ran with (empty when the producer did not say).
+    context: AppContext = field(default_factory=AppContext)
+
+    def with_frame(self, frame: pl.DataFrame) -> Trace:
+        """The same application's trace with other rows (see the class note)."""
+        return Trace(frame, self.context)
 
 
 #: What the public entry points take as a trace: a frame (validated on the
@@ -161,7 +170,7 @@ def load_trace(trace: TraceLike) -> Trace:
         return trace
     if isinstance(trace, pl.DataFrame):
         return Trace(validate_trace(trace))
-    return Trace(read_trace(trace))
+    return Trace(read_trace(trace), read_context(trace))
 
 
 def empty_trace() -> pl.DataFrame:
@@ -283,11 +292,17 @@ def _check_local_durations(
         )
 
 
-def write_trace(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
+def write_trace(
+    df: pl.DataFrame | Trace,
+    path: str | os.PathLike[str],
+    context: AppContext | None = None,
+) -> Path:
     """Validate ``df`` and write it as one Arrow IPC file at ``path``.
 
     The file is written under a hidden temporary name in the same directory
-    and renamed into place, so a reader never sees half a file.
+    and renamed into place, so a reader never sees half a file. The
+    application's ``context`` (by default a :class:`Trace`'s own) goes into
+    the file's metadata, where :func:`read_context` finds it.
 
     Returns
     -------
@@ -304,9 +319,14 @@ def write_trace(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     ['gc']
     """
     target = Path(path)
+    if isinstance(df, Trace):
+        context = df.context if context is None else context
+        df = df.frame
     table = validate_trace(df, target).to_arrow()
     metadata = dict(table.schema.metadata or {})
     metadata[SCHEMA_VERSION_KEY] = str(SCHEMA_VERSION).encode()
+    if context is not None and context.known:
+        metadata[CONTEXT_KEY] = context.to_json().encode()
     table = table.replace_schema_metadata(metadata)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -459,6 +479,41 @@ def read_trace(path: str | os.PathLike[str]) -> pl.DataFrame:
                 path=files[k],
             ) from err
     raise AssertionError("unreachable: the frames concatenated one by one")
+
+
+def read_context(path: str | os.PathLike[str]) -> AppContext:
+    """The application context of the trace at ``path`` (a file or directory).
+
+    Only the files' metadata is read. A live trace rewrites the context with
+    every file as it learns more (executors come and go, jobs end), so the
+    last file (in name order) that has one is the whole; a trace without
+    any gets an empty :class:`AppContext`.
+
+    Raises
+    ------
+    TraceError
+        If a file's context is not the JSON :class:`AppContext` writes.
+    """
+    for file in reversed(trace_files(path)):
+        raw = (_file_schema(file).metadata or {}).get(CONTEXT_KEY)
+        if raw is not None:
+            try:
+                return AppContext.from_json(raw)
+            except ContextError as err:
+                raise TraceError(str(err), path=file) from err
+    return AppContext()
+
+
+def _file_schema(path: Path) -> pa.Schema:
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            try:
+                return ipc.open_file(source).schema
+            except pa.ArrowInvalid:
+                source.seek(0)
+                return ipc.open_stream(source).schema
+    except (pa.ArrowException, OSError) as err:
+        raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
 
 
 def concat_traces(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:

@@ -2,6 +2,7 @@
 
 :func:`import_eventlog` reads a Spark event log (a file or a rolling
 directory, in any codec Spark writes) and returns its trace (DESIGN §3, §5);
+:func:`import_trace` returns it with the application's context;
 :func:`follow_eventlog` does the same for a log that is still being written,
 one trace file per batch.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sparktrail.pag.trace import validate_trace, write_trace
+from sparktrail.pag.trace import Trace, validate_trace, write_trace
 
 from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
 from .fields import MS, EventError
@@ -30,6 +31,7 @@ __all__ = [
     "ImportStats",
     "follow_eventlog",
     "import_eventlog",
+    "import_trace",
     "trace_name",
 ]
 
@@ -138,6 +140,23 @@ def import_eventlog(
         including events with a field of the wrong type or a number out of
         range (the message names the field).
     """
+    return import_trace(path, stats=stats, progress=progress).frame
+
+
+def import_trace(
+    path: str | os.PathLike[str],
+    *,
+    stats: ImportStats | None = None,
+    progress: bool | None = None,
+) -> Trace:
+    """:func:`import_eventlog`, with the application's context (DESIGN §5).
+
+    The :class:`~sparktrail.pag.trace.Trace` carries the Spark properties,
+    master, Spark version, executors (cores, lifetimes) and jobs that the
+    log states; :func:`~sparktrail.pag.trace.write_trace` keeps them in the
+    file. Parameters, errors and warnings are those of
+    :func:`import_eventlog`.
+    """
     reader = EventLogReader(path)
     model = SparkModel()
     with _progress(reader, progress):
@@ -146,7 +165,7 @@ def import_eventlog(
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
         _fill_stats(stats, model, reader)
-    return frame
+    return Trace(frame, model.context())
 
 
 def trace_name(path: str | os.PathLike[str], app_id: str | None) -> str:
@@ -286,7 +305,8 @@ def _write_batch(
     # Files of at most max_rows keep each one cheap to read while live.
     for offset in range(0, batch.height, max_rows):
         target = Path(out_dir) / f"{name}-{len(written):06d}.arrow"
-        written.append(write_trace(batch.slice(offset, max_rows), target))
+        rows = batch.slice(offset, max_rows)
+        written.append(write_trace(rows, target, model.context()))
     return watermark
 
 

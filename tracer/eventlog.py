@@ -75,6 +75,7 @@ USED_EVENTS = frozenset(
         "ApplicationEnd",
         "EnvironmentUpdate",
         "ExecutorAdded",
+        "ExecutorRemoved",
         "JobStart",
         "JobEnd",
         "StageSubmitted",

@@ -34,8 +34,18 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
+
 from .app_records import JobRecord, StageRecord, TaskRecord, metric_values, task_status
-from .fields import dict_field, int_field, list_field, opt_int, str_field, time_field
+from .fields import (
+    MS,
+    dict_field,
+    int_field,
+    list_field,
+    opt_int,
+    str_field,
+    time_field,
+)
 from .task_pieces import Label, counted_attempts
 from .timelines import (
     assign_slots,
@@ -86,6 +96,14 @@ class ImportStats:
         )
 
 
+def _ns(ms: int | None) -> int | None:
+    return None if ms is None else ms * MS
+
+
+def _is_local(master: str | None) -> bool:
+    return AppContext(master=master).is_local
+
+
 class SparkModel:
     """Collect one application's listener events and build its trace.
 
@@ -106,7 +124,11 @@ class SparkModel:
         self.app_start_ms: int | None = None
         self.app_end_ms: int | None = None
         self.master: str | None = None
+        self.properties: dict[str, str] = {}
+        self.spark_version: str | None = None
+        self.attempt_id: str | None = None
         self.executor_cores: dict[str, int] = {}
+        self.executors: dict[str, ExecutorLife] = {}
         self.tasks: dict[int, TaskRecord] = {}
         self.stages: dict[tuple[int, int], StageRecord] = {}
         self.stage_names: dict[int, str] = {}
@@ -120,6 +142,8 @@ class SparkModel:
             "SparkListenerApplicationEnd": self._app_end,
             "SparkListenerEnvironmentUpdate": self._environment,
             "SparkListenerExecutorAdded": self._executor_added,
+            "SparkListenerExecutorRemoved": self._executor_removed,
+            "SparkListenerLogStart": self._log_start,
             "SparkListenerJobStart": self._job_start,
             "SparkListenerJobEnd": self._job_end,
             "SparkListenerStageSubmitted": self._stage_submitted,
@@ -144,6 +168,7 @@ class SparkModel:
     def _app_start(self, e: dict[str, Any]) -> None:
         start = time_field(e, "Timestamp")
         app_id, name = str_field(e, "App ID"), str_field(e, "App Name")
+        self.attempt_id = str_field(e, "App Attempt ID") or self.attempt_id
         self.app_start_ms = start
         self.stats.app_id = app_id or self.stats.app_id
         self.stats.app_name = name
@@ -153,21 +178,54 @@ class SparkModel:
         self.app_end_ms = time_field(e, "Timestamp")
         self._seen(self.app_end_ms)
 
+    def _log_start(self, e: dict[str, Any]) -> None:
+        self.spark_version = str_field(e, "Spark Version") or self.spark_version
+
     def _environment(self, e: dict[str, Any]) -> None:
         props = e.get("Spark Properties")
-        if isinstance(props, dict):
-            self.master = str_field(props, "spark.master")
-        elif isinstance(props, list):  # very old logs: [[key, value], ...]
-            for pair in props:
-                if isinstance(pair, list) and pair[:1] == ["spark.master"]:
-                    value = pair[1] if len(pair) > 1 else None
-                    self.master = str_field({"spark.master": value}, "spark.master")
+        if isinstance(props, list):  # very old logs: [[key, value], ...]
+            props = {
+                pair[0]: pair[1]
+                for pair in props
+                if isinstance(pair, list) and len(pair) == 2
+            }
+        if not isinstance(props, dict):
+            return
+        for key, value in props.items():
+            if isinstance(key, str) and isinstance(value, str | int | float | bool):
+                self.properties[key] = str(value)
+        self.master = str_field(self.properties, "spark.master") or self.master
 
     def _executor_added(self, e: dict[str, Any]) -> None:
         info = e.get("Executor Info")
-        cores = opt_int(info, "Total Cores") if isinstance(info, dict) else None
+        info = info if isinstance(info, dict) else {}
+        cores = opt_int(info, "Total Cores")
+        executor = str(e.get("Executor ID"))
         if cores is not None and cores > 0:
-            self.executor_cores[str(e.get("Executor ID"))] = cores
+            self.executor_cores[executor] = cores
+        added = time_field(e, "Timestamp")
+        before = self.executors.get(executor)
+        self.executors[executor] = ExecutorLife(
+            executor,
+            cores if cores and cores > 0 else None,
+            str_field(info, "Host"),
+            # A re-announced executor (attach) keeps its first time.
+            before.added_ns if before and before.added_ns is not None else _ns(added),
+        )
+
+    def _executor_removed(self, e: dict[str, Any]) -> None:
+        executor = str(e.get("Executor ID"))
+        removed = time_field(e, "Timestamp")
+        before = self.executors.get(executor, ExecutorLife(executor))
+        self.executors[executor] = ExecutorLife(
+            executor,
+            before.cores,
+            before.host,
+            before.added_ns,
+            _ns(removed),
+            str_field(e, "Removed Reason"),
+        )
+        self._seen(removed)
 
     def _job_start(self, e: dict[str, Any]) -> None:
         job = opt_int(e, "Job ID")
@@ -340,6 +398,34 @@ class SparkModel:
             frame = frame.drop("settled_ns")
         stats.rows = frame.height
         return frame
+
+    def context(self) -> AppContext:
+        """What the application ran with (DESIGN §5), as far as the log says.
+
+        In local mode the one executor is the driver with the master's
+        cores (Spark may not announce it in old logs).
+        """
+        executors = dict(self.executors)
+        cores = master_cores(self.master)
+        if cores and "driver" not in executors and _is_local(self.master):
+            start = _ns(self.app_start_ms)
+            executors["driver"] = ExecutorLife("driver", cores, added_ns=start)
+        return AppContext(
+            app_id=self.stats.app_id,
+            app_name=self.stats.app_name,
+            attempt_id=self.attempt_id,
+            spark_version=self.spark_version,
+            master=self.master,
+            deploy_mode=self.properties.get("spark.submit.deployMode"),
+            start_ns=_ns(self.app_start_ms),
+            end_ns=_ns(self.app_end_ms),
+            properties=dict(self.properties),
+            executors=tuple(executors.values()),
+            jobs=tuple(
+                JobSpan(job, _ns(rec.start_ms), _ns(rec.end_ms))
+                for job, rec in sorted(self.jobs.items())
+            ),
+        )
 
     def _end_ms(self) -> int:
         end = self.app_end_ms if self.app_end_ms is not None else self.max_ms

@@ -14,8 +14,9 @@
 * Driver: each gap between consecutive driver events (application start,
   job start/end, launches, completions, application end) is named by the
   event that ends it: a launch -> ``scheduling``, a completion ->
-  ``waiting``, anything else -> ``scheduling`` while a job runs, else
-  ``driver``.
+  ``waiting``, the first job's start -> ``startup`` (the application
+  starting: no advice about driver code may be drawn from it), anything
+  else -> ``scheduling`` while a job runs, else ``driver``.
 * seq: every vertex of a worker gets the next value of that worker's
   counter (the driver's events in (time, log order)), so equal timestamps
   never make a cycle.
@@ -278,6 +279,7 @@ def driver_rows(
             seq_of[(ev.task.task_id, ev.kind)] = i
     running: dict[int, int] = {}
     last_job: int | None = None
+    started = False  # a job (or, attached late, a task) has started
     for i in range(len(events) - 1):
         ev, nxt = events[i], events[i + 1]
         if ev.kind == _JOB_START and ev.job_id is not None:
@@ -285,10 +287,13 @@ def driver_rows(
             last_job = ev.job_id
         elif ev.kind == _JOB_END and ev.job_id in running:
             running.pop(ev.job_id)
+        started = started or ev.kind in (_JOB_START, _LAUNCH)
         if nxt.kind == _LAUNCH:
             activity = "scheduling"
         elif nxt.kind == _COMPLETION:
             activity = "waiting"
+        elif not started and nxt.kind == _JOB_START:
+            activity = "startup"
         else:
             activity = "scheduling" if running else "driver"
         job = (last_job if last_job in running else max(running)) if running else None

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktrail.pag.trace import write_trace
-from sparktrail.tracer import ImportStats, follow_eventlog, import_eventlog, trace_name
+from sparktrail.tracer import ImportStats, follow_eventlog, import_trace, trace_name
 
 from ._options import add_output, output_for
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         )
         where = f"{len(files)} files in {args.output}"
     else:
-        trace = import_eventlog(args.eventlog, stats=stats)
+        trace = import_trace(args.eventlog, stats=stats)
         target = args.output / f"{trace_name(args.eventlog, stats.app_id)}.arrow"
         where = str(write_trace(trace, target))
     print(f"{stats.summary()} -> {where}")

@@ -30,10 +30,10 @@ from sparktrail.dashboard.snapshots import REPORT_CP
 from sparktrail.engines import summarize
 from sparktrail.engines.batch import Progress
 from sparktrail.errors import InputError
-from sparktrail.pag.trace import TRACE_SUFFIX, Trace, read_trace, trace_files
+from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
-from sparktrail.tracer import EventLogError, EventLogWarning, import_eventlog
+from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 
 from ._options import add_output, add_window, output_for
 
@@ -84,12 +84,12 @@ def _is_arrow(path: Path) -> bool:
         return handle.read(len(ARROW_MAGIC)) == ARROW_MAGIC
 
 
-def _import(path: Path) -> pl.DataFrame:
+def _import(path: Path) -> Trace:
     try:
         with warnings.catch_warnings():
             # a file that is not an event log warns once per line
             warnings.simplefilter("ignore", EventLogWarning)
-            return import_eventlog(path, progress=False)
+            return import_trace(path, progress=False)
     except EventLogError as err:
         reason = str(err).removeprefix(f"{path}: ")
         raise InputError(
@@ -101,13 +101,14 @@ def _import(path: Path) -> pl.DataFrame:
         ) from err
 
 
-def load_input(path: Path) -> tuple[pl.DataFrame, str]:
+def load_input(path: Path) -> tuple[Trace, str]:
     """Read ``path`` as a trace, or import it as an event log.
 
     Returns
     -------
     tuple
-        The trace (validated) and what ``path`` was: ``"trace"`` or ``"event log"``.
+        The trace (validated, with its context) and what ``path`` was:
+        ``"trace"`` or ``"event log"``.
 
     Raises
     ------
@@ -123,12 +124,12 @@ def load_input(path: Path) -> tuple[pl.DataFrame, str]:
         if not any(path.iterdir()):
             raise InputError(f"{path}: empty directory; {EXPECTED}")
         if trace_files(path):
-            return read_trace(path), "trace"
+            return load_trace(path), "trace"
         return _import(path), "event log"
     if path.stat().st_size == 0:
         raise InputError(f"{path}: empty file; {EXPECTED}")
     if _is_arrow(path):
-        return read_trace(path), "trace"
+        return load_trace(path), "trace"
     return _import(path), "event log"
 
 
@@ -258,12 +259,12 @@ def run(args: argparse.Namespace) -> int:
     with _progress(sys.stderr.isatty()) as steps:
         steps.step(f"reading {args.input.name}")
         trace, _ = load_input(args.input)
-        if trace.is_empty():
+        if trace.frame.is_empty():
             raise InputError(f"{args.input}: the trace holds no rows")
         steps.step("summaries and hints")
         summaries = summarize_with(
             args.engine,
-            Trace(trace),  # load_input validated it
+            trace,
             args.window,
             lambda done, total: steps.detail(
                 f"summaries and hints: batch {done}/{total}"
@@ -271,14 +272,15 @@ def run(args: argparse.Namespace) -> int:
         )
         steps.step("critical path of the busiest window")
         window = most_critical_window(summaries)
-        cp = window_cp(trace, *window) if window else trace.clear()
+        cp = window_cp(trace.frame, *window) if window else trace.frame.clear()
         steps.step("writing the report")
         folder = write_summaries(summaries, args.output)
         # The dashboard's `serve --report` draws its timeline from these rows.
         cp.write_parquet(folder / REPORT_CP)
         write_report(summaries, cp, args.output, args.input.name)
     out = sys.stderr if args.json else sys.stdout
-    print_summary(summaries, args.input.name, len(trace), args.output, args.top, out)
+    rows = trace.frame.height
+    print_summary(summaries, args.input.name, rows, args.output, args.top, out)
     if args.json:
         json.dump(hints_json(summaries.hints), sys.stdout, indent=2)
         sys.stdout.write("\n")

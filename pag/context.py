@@ -1,0 +1,238 @@
+"""The application's context: what a trace's rows do not say (DESIGN §5).
+
+Spark properties, master and deploy mode, Spark version, the executors with
+their cores and lifetimes, and the jobs' own start and end times travel
+with a trace as an :class:`AppContext`: in the Arrow metadata of a trace
+file (:data:`CONTEXT_KEY`, JSON) and on :class:`~sparktrail.pag.trace.Trace`.
+The hint rules read it to count capacity only while an executor lived and
+never to recommend a setting already in force or one the deploy mode
+ignores.
+
+Assumptions
+-----------
+* Every field may be missing (an old log, a trace written by hand, a
+  damaged ``EnvironmentUpdate``): ``None``, or empty. A rule that needs a
+  field it lacks does not fire.
+* Times are ns on the trace's clock (the driver's).
+* An executor's ``removed_ns`` is ``None`` while it lives (it lives to the
+  end of the run).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sparktrail.errors import InputError
+
+__all__ = [
+    "CONTEXT_KEY",
+    "AppContext",
+    "ContextError",
+    "ExecutorLife",
+    "JobSpan",
+    "local_cores",
+]
+
+#: Arrow schema metadata key of a trace file's context (a JSON object).
+CONTEXT_KEY = b"sparktrail.context"
+
+_LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:\s*,\s*\d+)?\])?$")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+class ContextError(InputError):
+    """A context (JSON in a trace file's metadata) that cannot be read."""
+
+
+def local_cores(master: str | None) -> int | None:
+    """Cores of a ``local`` master (``None``: not local, or ``local[*]``).
+
+    >>> local_cores("local[4]"), local_cores("local"), local_cores("yarn")
+    (4, 1, None)
+    """
+    match = _LOCAL.match((master or "").strip())
+    if not match:
+        return None
+    count = match.group(1)
+    if count is None:
+        return 1
+    return None if count == "*" else int(count)
+
+
+@dataclass(frozen=True)
+class ExecutorLife:
+    """One executor: its cores and when it lived (ns; ``None``: unknown)."""
+
+    executor_id: str
+    cores: int | None = None
+    host: str | None = None
+    added_ns: int | None = None
+    removed_ns: int | None = None
+    removed_reason: str | None = None
+
+    def lived_ns(self, start_ns: int, end_ns: int) -> int:
+        """How much of ``[start_ns, end_ns)`` the executor lived.
+
+        >>> ExecutorLife("1", 2, added_ns=5, removed_ns=8).lived_ns(0, 10)
+        3
+        """
+        a = max(start_ns, self.added_ns if self.added_ns is not None else start_ns)
+        b = min(end_ns, self.removed_ns if self.removed_ns is not None else end_ns)
+        return max(0, b - a)
+
+
+@dataclass(frozen=True)
+class JobSpan:
+    """A job's own start and end (``JobStart``/``JobEnd``, ns)."""
+
+    job_id: int
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """What the application ran with, beside its trace rows.
+
+    Examples
+    --------
+    >>> c = AppContext(master="local[2]", properties={"spark.speculation": "true"})
+    >>> c.is_local, c.flag("spark.speculation"), c.flag("spark.sql.adaptive.enabled")
+    (True, True, None)
+    >>> AppContext.from_json(c.to_json()) == c
+    True
+    """
+
+    app_id: str | None = None
+    app_name: str | None = None
+    attempt_id: str | None = None
+    spark_version: str | None = None
+    master: str | None = None
+    deploy_mode: str | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    executors: tuple[ExecutorLife, ...] = ()
+    jobs: tuple[JobSpan, ...] = ()
+
+    # -- what the rules ask ---------------------------------------------------
+
+    @property
+    def known(self) -> bool:
+        """Whether anything at all is known (a hand-made trace has nothing)."""
+        return self != AppContext()
+
+    @property
+    def is_local(self) -> bool:
+        """``local``/``local[N]``: one JVM, executor settings are ignored."""
+        return _LOCAL.match((self.master or "").strip()) is not None
+
+    def setting(self, name: str) -> str | None:
+        """A Spark property as the application ran with it, or ``None``."""
+        return self.properties.get(name)
+
+    def flag(self, name: str) -> bool | None:
+        """A boolean Spark property (``None``: unset or not a boolean)."""
+        value = self.setting(name)
+        if value is None:
+            return None
+        value = value.strip().lower()
+        return True if value in _TRUE else False if value in _FALSE else None
+
+    @property
+    def first_job_ns(self) -> int | None:
+        """When the first job started, if any job did."""
+        starts = [j.start_ns for j in self.jobs if j.start_ns is not None]
+        return min(starts) if starts else None
+
+    def executor_cores(self) -> dict[str, int]:
+        """Cores by executor id, for the executors whose cores are known."""
+        return {e.executor_id: e.cores for e in self.executors if e.cores}
+
+    def slot_ns(self, start_ns: int, end_ns: int) -> int | None:
+        """Core-ns of capacity in ``[start_ns, end_ns)``: each executor's
+        cores times how long it lived there (``None``: cores unknown).
+
+        >>> AppContext(executors=(ExecutorLife("1", 2, added_ns=5),)).slot_ns(0, 10)
+        10
+        """
+        lives = [
+            e for e in self.executors if e.executor_id != "driver" or self.is_local
+        ]
+        if not lives or any(not e.cores for e in lives):
+            return None
+        return sum(e.cores * e.lived_ns(start_ns, end_ns) for e in lives if e.cores)
+
+    # -- JSON -----------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The context as a JSON object (what a trace file's metadata holds)."""
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> AppContext:
+        """Read :meth:`to_json`'s output; unknown keys are ignored.
+
+        >>> AppContext.from_json("[]")
+        Traceback (most recent call last):
+        ...
+        sparktrail.pag.context.ContextError: a trace context must be a JSON object, not list
+        """
+        try:
+            raw = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ContextError(f"a trace context is not JSON ({err})") from err
+        if not isinstance(raw, dict):
+            kind = type(raw).__name__
+            raise ContextError(f"a trace context must be a JSON object, not {kind}")
+        try:
+            return _context_of(raw)
+        except (TypeError, ValueError, AttributeError) as err:
+            raise ContextError(f"a trace context has a bad field ({err})") from err
+
+
+def _opt(value: Any, kind: type) -> Any:
+    if value is None:
+        return None
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValueError(f"expected an integer, found {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise ValueError(f"expected a string, found {value!r}")
+    return value
+
+
+def _context_of(raw: dict[str, Any]) -> AppContext:
+    strings = ("app_id", "app_name", "attempt_id", "spark_version", "master")
+    props = raw.get("properties") or {}
+    if not isinstance(props, dict):
+        raise ValueError(f"properties must be an object, found {type(props).__name__}")
+    return AppContext(
+        **{name: _opt(raw.get(name), str) for name in strings},
+        deploy_mode=_opt(raw.get("deploy_mode"), str),
+        start_ns=_opt(raw.get("start_ns"), int),
+        end_ns=_opt(raw.get("end_ns"), int),
+        properties={str(k): str(v) for k, v in props.items()},
+        executors=tuple(
+            ExecutorLife(
+                executor_id=str(e["executor_id"]),
+                cores=_opt(e.get("cores"), int),
+                host=_opt(e.get("host"), str),
+                added_ns=_opt(e.get("added_ns"), int),
+                removed_ns=_opt(e.get("removed_ns"), int),
+                removed_reason=_opt(e.get("removed_reason"), str),
+            )
+            for e in raw.get("executors") or ()
+        ),
+        jobs=tuple(
+            JobSpan(
+                int(j["job_id"]),
+                _opt(j.get("start_ns"), int),
+                _opt(j.get("end_ns"), int),
+            )
+            for j in raw.get("jobs") or ()
+        ),
+    )
