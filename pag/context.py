@@ -177,10 +177,10 @@ class AppContext:
     def from_json(cls, text: str | bytes) -> AppContext:
         """Read :meth:`to_json`'s output; unknown keys are ignored.
 
-        >>> AppContext.from_json("[]")
+        >>> AppContext.from_json("[]")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        sparktrail.pag.context.ContextError: a trace context must be a JSON object, not list
+        ...ContextError: a trace context must be a JSON object, not list
         """
         try:
             raw = json.loads(text)
