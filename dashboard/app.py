@@ -48,6 +48,7 @@ from dash.exceptions import DependencyException, PreventUpdate
 from sparktrail.errors import InputError
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
+from sparktrail.summaries.hints import shown_hints
 
 from . import figures
 from .snapshots import (
@@ -267,7 +268,7 @@ def _whole(snapshot: Snapshot, view: WindowView) -> bool:
 
 def _window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure]:
     summaries = view.summaries
-    hints = figures.hints_table(summaries.hints)
+    hints = figures.hints_table(shown_hints(summaries.hints))
     if view.key == WHOLE_RUN:
         hints = figures.empty_figure(WHOLE_RUN_HINTS)
     elif not summaries.hints.is_empty():  # long evidence wraps to several lines

@@ -77,6 +77,7 @@ CP_COLOURSCALE = "YlOrRd"
 HINT_COLUMNS: dict[str, str] = {
     "kind": "kind",
     "severity": "severity",
+    "saving": "predicted saving",
     "stage_id": "stage",
     "executor_id": "executor",
     "partition": "partition",
@@ -88,8 +89,10 @@ HINT_COLUMNS: dict[str, str] = {
 HINT_HELP: dict[str, str] = {
     "kind": "which rule fired: straggler, hotspot, parallelism, scheduling-, "
     "shuffle- or driver-bound, idle capacity",
-    "severity": "high, medium or low: how far the numbers are past the rule's "
-    "threshold",
+    "severity": "high, medium or low: the predicted saving's share of the run "
+    "(high >= 15%, medium >= 5%, low >= 2%; smaller savings are not shown)",
+    "saving": "how much shorter the run would be after the action, replayed "
+    "on the traced tasks (idle capacity: executor core time freed)",
     "stage_id": "the Spark stage the hint is about (blank: the whole run)",
     "executor_id": "the executor the hint is about (blank: none in particular)",
     "partition": "the task's partition, for a hotspot (a skewed key)",
@@ -785,6 +788,24 @@ def evidence_text(evidence: str | None) -> str:
     return _evidence_pairs(data)
 
 
+def saving_text(hint: dict[str, Any]) -> str:
+    """A hint's predicted saving for a table cell.
+
+    >>> saving_text({"kind": "straggler_task", "predicted_saving_ns": 1.5e9,
+    ...     "saving_share": 0.12})
+    '1.5 s (12% of the run)'
+    >>> saving_text({"kind": "idle_capacity", "predicted_saving_ns": 1.2e11,
+    ...     "saving_share": 0.4})
+    '2 core-min (40% of slot time)'
+    """
+    saving, share = hint.get("predicted_saving_ns"), hint.get("saving_share")
+    if saving is None or share is None:
+        return ""
+    if hint.get("kind") == "idle_capacity":
+        return f"{saving / 6e10:.3g} core-min ({share:.0%} of slot time)"
+    return f"{_duration(saving)} ({share:.0%} of the run)"
+
+
 def hints_table(hints: pl.DataFrame) -> go.Figure:
     """The rebalancing hints as a table, most severe first.
 
@@ -813,6 +834,9 @@ def hints_table(hints: pl.DataFrame) -> go.Figure:
         return empty_figure("no rebalancing hint: no threshold was crossed")
     columns: list[list[str]] = []
     for column in HINT_COLUMNS:
+        if column == "saving":
+            columns.append([saving_text(row) for row in hints.iter_rows(named=True)])
+            continue
         values = hints[column].to_list() if column in hints.columns else []
         if column == "evidence":
             columns.append([evidence_text(v) for v in values])
@@ -822,7 +846,7 @@ def hints_table(hints: pl.DataFrame) -> go.Figure:
             columns.append(["" if v is None else str(v) for v in values])
     fig = go.Figure(
         go.Table(
-            columnwidth=[1.3, 0.8, 0.6, 0.8, 0.8, 3.5, 4.5],
+            columnwidth=[1.3, 0.8, 1.1, 0.6, 0.8, 0.8, 3.5, 4.5],
             header={
                 "values": list(HINT_COLUMNS.values()),
                 "fill_color": "#444",

@@ -37,6 +37,7 @@ from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
+from sparktrail.summaries.hints import shown_hints
 
 from . import figures
 
@@ -215,7 +216,9 @@ def _hints_html(hints: pl.DataFrame) -> str:
         cells = []
         for column in figures.HINT_COLUMNS:
             value = row.get(column)
-            if column == "evidence":
+            if column == "saving":
+                text = figures.saving_text(row)
+            elif column == "evidence":
                 text = figures.evidence_text(value)
             else:
                 text = "" if value is None else figures.worker_text(str(value))
@@ -331,7 +334,7 @@ def write_report(
             # figures.hints_table for the same rows).
             parts.append(
                 f'<section id="hints"><h2>{html.escape(heading)}</h2>'
-                f"{_hints_html(summaries.hints)}{caption}</section>"
+                f"{_hints_html(shown_hints(summaries.hints))}{caption}</section>"
             )
             continue
         extra = ""

@@ -68,6 +68,7 @@ the new files by name, and ``edge_index`` follows the consumption order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -78,8 +79,15 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
+from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
-from sparktrail.pag.trace import TRACE_SUFFIX, Trace, TraceError, read_trace
+from sparktrail.pag.trace import (
+    TRACE_SUFFIX,
+    Trace,
+    TraceError,
+    read_context,
+    read_trace,
+)
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
     first_event,
@@ -185,6 +193,8 @@ class OnlinePipeline:
         self.store = WindowStore(store_dir(trace_dir))
         self._files: dict[str, _FileEntry] = {}
         self._corrupt: dict[str, int] = {}
+        # The newest file's context is the whole so far (see read_context).
+        self._context = AppContext()
         self._next_row = 0
         self._first: int | None = None
         self._last: int | None = None
@@ -330,6 +340,9 @@ class OnlinePipeline:
         if frame is None:
             return
         self._corrupt.pop(name, None)
+        with contextlib.suppress(TraceError, FileNotFoundError):
+            context = read_context(path)
+            self._context = context if context.known else self._context
         bounds = frame.select(
             first_event.min().alias("a"), last_event.max().alias("b")
         ).row(0)
@@ -445,7 +458,8 @@ class OnlinePipeline:
             return None
         if cp.is_empty():
             return None
-        summaries = summaries_from_cp(cp, Trace(near), self.window_ns, ts, self.options)
+        trace = Trace(near, self._context)
+        summaries = summaries_from_cp(cp, trace, self.window_ns, ts, self.options)
         return ClosedWindow(
             start_ns=ts,
             end_ns=te,

@@ -146,6 +146,7 @@ def summaries_from_partials(
         n,
         options or HintOptions(),
         tasks,
+        valid.context,
     )
     return Summaries(
         activity=activity,

@@ -146,6 +146,9 @@ HINTS: Schema = {
     "executor_id": pl.String(),
     "partition": pl.Int64(),
     CP_SHARE: pl.Float64(),
+    "predicted_saving_ns": pl.Float64(),
+    "saving_share": pl.Float64(),
+    "occurrences": pl.Int64(),
     "evidence": pl.String(),
     "action": pl.String(),
 }

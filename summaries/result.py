@@ -50,8 +50,10 @@ class HintOptions:
     30
     """
 
-    #: straggler_executor: CP >= factor x fair share, and >= min share.
+    #: straggler_executor: CP >= factor x fair share, or tasks this many
+    #: times slower than the same stages' tasks elsewhere; and >= min share.
     straggler_factor: float = 2.0
+    straggler_slowdown: float = 1.8
     straggler_min_share: float = 0.10
     #: A task "has high CP" when its share of the critical path in the
     #: windows it ran in is at least this.
@@ -71,6 +73,14 @@ class HintOptions:
     #: time Spark's tuning guide aims for (tasks shorter than it are "short").
     scheduling_min_share: float = 0.30
     target_task_ms: float = 100.0
+    #: over_partitioned: stages of at least this many tasks (and twice the
+    #: slots), median task under this many ms, fixed per-task costs at least
+    #: this share of the stage's critical time, which is at least this share
+    #: of the run.
+    over_partitioned_min_tasks: int = 16
+    over_partitioned_task_ms: float = 50.0
+    over_partitioned_fixed_share: float = 0.5
+    over_partitioned_min_share: float = 0.05
     #: shuffle_bound: shuffle_read share of the critical path.
     shuffle_min_share: float = 0.20
     #: driver_bound: `driver` activity share of the critical path.

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
+from sparktrail.dashboard.figures import saving_text
 from sparktrail.dashboard.report import (
     most_critical_window,
     window_cp,
@@ -33,6 +34,7 @@ from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
+from sparktrail.summaries.hints import shown_hints
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 
 from ._options import add_output, add_window, output_for
@@ -236,14 +238,19 @@ def print_summary(
         summaries.straggler.head(top).select("worker", CP_SHARE, FAIR_SHARE).iter_rows()
     ):
         print(f"  {_pct(share)} vs {_pct(fair)}  {worker}", file=out)
-    hints = summaries.hints
+    hints = shown_hints(summaries.hints)
     print(f"\nHints ({len(hints)}):", file=out)
-    for kind, severity, action in hints.select(
-        "kind", "severity", "action"
-    ).iter_rows():
-        print(f"  [{severity}] {kind}: {action}", file=out)
+    for row in hints.iter_rows(named=True):
+        saving = saving_text(row)
+        print(
+            f"  [{row['severity']}] {row['kind']} (saves {saving}): {row['action']}",
+            file=out,
+        )
+    small = len(summaries.hints) - len(hints)
     if hints.is_empty():
         print("  none: no rule's numbers crossed its threshold", file=out)
+    if small:
+        print(f"  ({small} more would save under 2% of the run: see --json)", file=out)
     print(
         f"\nReport: {out_dir / 'report.html'}; summaries: "
         f"{out_dir / 'summaries'}/*.parquet",

@@ -17,6 +17,8 @@ from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shar
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .parallelism import parallelism
+from .partitions import over_partitioned
+from .ranking import finish_hints
 from .tasks import task_hints
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "hint_frame",
     "rebalancing_hints",
     "severity",
+    "shown_hints",
     "task_shares",
 ]
 
@@ -39,7 +42,18 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     shuffle_bound,
     driver_bound,
     idle_capacity,
+    over_partitioned,
 )
+
+
+def shown_hints(hints: pl.DataFrame) -> pl.DataFrame:
+    """The hints worth showing: all but ``info`` (a saving under 2%).
+
+    >>> h = pl.DataFrame({"kind": ["a", "b"], "severity": ["info", "low"]})
+    >>> shown_hints(h)["kind"].to_list()
+    ['b']
+    """
+    return hints.filter(pl.col("severity") != "info")
 
 
 def rebalancing_hints(context: Context) -> pl.DataFrame:
@@ -54,8 +68,10 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        Columns of :data:`HINT_SCHEMA`, most severe first; empty when no
-        rule's numbers cross its threshold.
+        Columns of :data:`HINT_SCHEMA`, most severe first (severity from
+        the predicted saving's share of the run, see
+        :mod:`~sparktrail.summaries.hints.ranking`); empty when no rule's
+        numbers cross its threshold.
 
     Examples
     --------
@@ -67,4 +83,4 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
     ['driver_bound']
     """
     hints = [hint for rule in RULES for hint in rule(context)]
-    return hint_frame(hints)
+    return hint_frame(finish_hints(context, hints))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import polars as pl
+
+from sparktrail.pag.context import AppContext
 
 from .._table import executor_of
 from ..frames import HINTS
@@ -16,36 +18,63 @@ from ..partials import Partials
 from ..result import HintOptions
 
 __all__ = [
-    "HIGH_OVER",
     "HINT_SCHEMA",
-    "MEDIUM_OVER",
+    "SEVERITY_SHARES",
     "Context",
     "Hint",
     "fmt_s",
     "hint_frame",
+    "saving_severity",
+    "settings_text",
     "severity",
     "task_shares",
 ]
 
-#: Severity from how far a value is over its threshold (value / threshold).
-HIGH_OVER = 2.0
-MEDIUM_OVER = 1.4
+#: Severity from the predicted saving's share of the run (DESIGN §6): a
+#: hint that saves less than the last bound is ``info`` (kept, not shown).
+SEVERITY_SHARES = (("high", 0.15), ("medium", 0.05), ("low", 0.02))
 
 #: The hints frame's columns (declared in :mod:`~sparktrail.summaries.frames`).
 HINT_SCHEMA = HINTS
-_RANK = {"high": 0, "medium": 1, "low": 2}
+_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+def saving_severity(share: float | None) -> str:
+    """``high``/``medium``/``low``/``info`` from a saving's share of the run.
+
+    >>> [saving_severity(s) for s in (0.4, 0.06, 0.02, 0.01, None)]
+    ['high', 'medium', 'low', 'info', 'info']
+    """
+    if share is None or math.isnan(share):
+        return "info"
+    return next((name for name, bound in SEVERITY_SHARES if share >= bound), "info")
 
 
 def severity(value: float, threshold: float) -> str:
-    """``high``/``medium``/``low`` from how far ``value`` is over ``threshold``.
+    """A placeholder severity for a rule's own numbers (``value`` over its
+    ``threshold``), replaced by :func:`saving_severity` of the predicted
+    saving when the hints are finished.
 
-    >>> severity(0.45, 0.2), severity(0.3, 0.2), severity(0.21, 0.2)
-    ('high', 'medium', 'low')
+    >>> severity(0.45, 0.2), severity(0.21, 0.2)
+    ('high', 'low')
     """
     over = value / threshold if threshold > 0 else math.inf
-    if over >= HIGH_OVER:
-        return "high"
-    return "medium" if over >= MEDIUM_OVER else "low"
+    return "high" if over >= 2.0 else "medium" if over >= 1.4 else "low"
+
+
+def settings_text(app: AppContext, wanted: dict[str, str]) -> str:
+    """``key=value, ...`` of the settings in ``wanted`` that the application
+    did not already run with (a rule never recommends a value in force).
+
+    >>> app = AppContext(properties={"spark.a": "1"})
+    >>> settings_text(app, {"spark.a": "1", "spark.b": "2"})
+    'spark.b=2'
+    """
+    return ", ".join(
+        f"{key}={value}"
+        for key, value in wanted.items()
+        if (app.setting(key) or "").strip().lower() != value.lower()
+    )
 
 
 def fmt_s(ns: float) -> str:
@@ -70,7 +99,14 @@ def _clean(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Hint:
-    """One rebalancing hint; ``evidence`` holds the numbers that fired it."""
+    """One rebalancing hint; ``evidence`` holds the numbers that fired it.
+
+    ``predicted_saving_ns`` is the wall time the action saves (the what-if
+    replay's prediction, :mod:`~sparktrail.whatif`), ``saving_share`` its
+    share of the run; the finished hint's ``severity`` comes from that share
+    (:func:`saving_severity`). ``occurrences`` counts the findings merged
+    into one hint (the same operator in several stages).
+    """
 
     kind: str
     severity: str
@@ -80,6 +116,26 @@ class Hint:
     stage_id: int | None = None
     executor_id: str | None = None
     partition: int | None = None
+    predicted_saving_ns: float | None = None
+    saving_share: float | None = None
+    occurrences: int = 1
+    #: The :mod:`~sparktrail.whatif` change the action makes, replayed to
+    #: predict the saving (``None``: the rule's own estimate stands).
+    change: Any = field(default=None, compare=False)
+
+    def with_saving(self, saving_ns: float | None, wall_ns: float) -> Hint:
+        """The hint with its predicted saving, share of ``wall_ns`` and the
+        severity that share gives."""
+        if saving_ns is None or not math.isfinite(saving_ns) or wall_ns <= 0:
+            return replace(self, severity="info")
+        saving_ns = max(0.0, float(saving_ns))
+        share = saving_ns / wall_ns
+        return replace(
+            self,
+            predicted_saving_ns=saving_ns,
+            saving_share=share,
+            severity=saving_severity(share),
+        )
 
     def row(self) -> dict[str, Any]:
         """The hint as a row of :data:`HINT_SCHEMA` (evidence as JSON)."""
@@ -90,13 +146,16 @@ class Hint:
             "executor_id": self.executor_id,
             "partition": self.partition,
             "cp_share": float(self.cp_share),
+            "predicted_saving_ns": self.predicted_saving_ns,
+            "saving_share": self.saving_share,
+            "occurrences": self.occurrences,
             "evidence": json.dumps(_clean(self.evidence), sort_keys=True),
             "action": self.action,
         }
 
 
 def hint_frame(hints: list[Hint]) -> pl.DataFrame:
-    """Hints as a frame, most severe and largest CP share first.
+    """Hints as a frame, most severe and largest saving (then CP share) first.
 
     >>> hint_frame([]).columns[:3]
     ['kind', 'severity', 'stage_id']
@@ -105,8 +164,9 @@ def hint_frame(hints: list[Hint]) -> pl.DataFrame:
     rank = pl.col("severity").replace_strict(_RANK, return_dtype=pl.Int64)
     # Shares rounded for the order: float noise (sums in another order, on
     # another engine) must not swap two hints of equal share.
+    saving = -pl.col("saving_share").fill_null(0.0).round(9)
     share = -pl.col("cp_share").round(9)
-    return frame.sort(rank, share, "kind", maintain_order=True)
+    return frame.sort(rank, saving, share, "kind", maintain_order=True)
 
 
 def task_shares(
@@ -148,7 +208,8 @@ class Context:
     partials.Partials`), ``trace`` the validated trace, the frames are the
     whole-run summaries, ``tasks`` has one row per task attempt: its facts
     (:func:`~sparktrail.summaries._table.task_facts`) and CP shares
-    (:func:`task_shares`).
+    (:func:`task_shares`); ``app`` is what the application ran with
+    (:class:`~sparktrail.pag.context.AppContext`, empty when unknown).
     """
 
     partials: Partials
@@ -160,6 +221,15 @@ class Context:
     n_windows: int
     options: HintOptions
     tasks: pl.DataFrame
+    app: AppContext = field(default_factory=AppContext)
+
+    @cached_property
+    def wall_ns(self) -> int:
+        """The run's wall time: the trace's first start to its last end."""
+        if self.trace.is_empty():
+            return 0
+        span = self.trace.select(pl.col("end_ns").max() - pl.col("start_ns").min())
+        return int(span.item())
 
     def stage_cp(self, *activities: str) -> pl.DataFrame:
         """``stage_id, cp``: each stage's CP in ``activities``, largest first.
@@ -214,11 +284,35 @@ class Context:
         )
 
     def slots_per_executor(self) -> int:
-        """The most slots any executor has in the trace (its core count)."""
+        """Cores per executor: the most any executor has (``ExecutorAdded``,
+        else the most task timelines any executor ran)."""
+        cores = self.app.executor_cores()
+        if not self.app.is_local:
+            cores.pop("driver", None)
+        if cores:
+            return max(cores.values())
         slots = self.executor.filter(pl.col("role") == "executor")["slots"]
         return max(1, int(slots.max() or 1))  # type: ignore[arg-type]
 
+    def slots_during(self, start_ns: int, end_ns: int) -> int:
+        """Task slots the application had in ``[start_ns, end_ns)``: the
+        cores of the executors alive then, averaged over the interval
+        (rounded); without executor cores, the task timelines of the trace.
+        """
+        if end_ns > start_ns:
+            core_ns = self.app.slot_ns(start_ns, end_ns)
+            if core_ns:
+                return max(1, round(core_ns / (end_ns - start_ns)))
+        return self._timelines()
+
     def total_slots(self) -> int:
-        """Executor slots (task timelines) in the trace."""
+        """Task slots over the whole run (see :meth:`slots_during`)."""
+        if self.trace.is_empty():
+            return self._timelines()
+        ends = self.trace.select(pl.col("start_ns").min(), pl.col("end_ns").max())
+        start, end = ends.row(0)
+        return self.slots_during(int(start), int(end))
+
+    def _timelines(self) -> int:
         slots = self.executor.filter(pl.col("role") == "executor")["slots"]
         return max(1, int(slots.sum()))

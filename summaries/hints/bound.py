@@ -12,8 +12,14 @@ threshold, and names the stage (or driver interval) that carries most of it.
   reading stage with most fetch-wait CP, the top shuffle channels, and,
   when two or more stages of its job wrote shuffle output (a join), a
   broadcast threshold above the smaller side's bytes.
-* ``driver_bound``: ``driver`` share >= ``driver_min_share``; lists the
-  driver intervals (no job running) with most CP, with the jobs around them.
+* ``driver_bound``: the CP share of ``driver`` intervals *between* two jobs
+  (by the jobs' own start and end) >= ``driver_min_share``; lists those
+  with most CP. Only they are the program's own work the run waits for:
+  the application's start-up is its own activity (``startup``), the time
+  after the last job is mentioned but does not fire the rule (stopping,
+  or work after the last action), and an application with no job has
+  nothing to profile. Predicted saving: the listed intervals' length (no
+  job runs then, so the run waits for them).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from ._common import Context, Hint, fmt_s, severity
+from .partitions import over_partitioned_stages
 
 __all__ = ["driver_bound", "scheduling_bound", "shuffle_bound"]
 
@@ -53,15 +60,16 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
     if share < opts.scheduling_min_share:
         return []
     stage = _top_stage(ctx, "scheduling", "deserialization")
-    if stage is None:
-        return []
+    if stage is None or stage in {s.stage_id for s in over_partitioned_stages(ctx)}:
+        return []  # over_partitioned names that stage, with its numbers
     tasks = ctx.tasks.filter(pl.col("stage_id") == stage)
     median_ns = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
     if not len(tasks) or median_ns / 1e6 >= opts.target_task_ms:
         return []
     now, slots = len(tasks), ctx.total_slots()
     suggested = max(slots, math.ceil(now * median_ns / 1e6 / opts.target_task_ms))
-    if suggested >= now:
+    in_force = ctx.app.setting("spark.sql.shuffle.partitions")
+    if suggested >= now or in_force == str(suggested):
         return []
     evidence = {
         "scheduling_share": share,
@@ -80,7 +88,24 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
         "spark.sql.adaptive.coalescePartitions.enabled=true"
     )
     sev = severity(share, opts.scheduling_min_share)
-    return [Hint("scheduling_bound", sev, share, evidence, action, stage_id=stage)]
+    # Fewer tasks pay the per-task cost fewer times: the stage's share of
+    # scheduling CP shrinks by suggested/now.
+    sched = ctx.stage_cp("scheduling", "deserialization")
+    critical = float(sched.filter(pl.col("stage_id") == stage)["cp"].sum())
+    window_ns = ctx.wall_ns / max(1, ctx.n_windows)
+    saving = critical * window_ns * (1 - suggested / now)
+    return [
+        Hint(
+            "scheduling_bound",
+            sev,
+            share,
+            evidence,
+            action,
+            stage_id=stage,
+            predicted_saving_ns=saving,
+            change=("partitions", stage, suggested),
+        )
+    ]
 
 
 def _broadcast(ctx: Context, stage: int) -> tuple[int, int] | None:
@@ -117,8 +142,16 @@ def shuffle_bound(ctx: Context) -> list[Hint]:
         f"fetching shuffle blocks is {share:.0%} of the critical path, most in {where}"
     )
     side = _broadcast(ctx, stage) if stage is not None else None
-    if side is not None:
-        limit = math.ceil(side[1] * BROADCAST_HEADROOM / MB)
+    limit = math.ceil(side[1] * BROADCAST_HEADROOM / MB) if side else 0
+    if side is not None and _threshold_mb(ctx) >= limit:
+        action += (
+            f": the smaller side (written by stage {side[0]}, {side[1] / MB:.3g} MB) "
+            "is under spark.sql.autoBroadcastJoinThreshold already, yet it was "
+            "shuffled: broadcast(df) it explicitly (the size estimate before the "
+            "shuffle was larger)"
+        )
+        evidence |= {"small_side_stage_id": side[0], "small_side_bytes": side[1]}
+    elif side is not None:
         evidence |= {"small_side_stage_id": side[0], "small_side_bytes": side[1]}
         action += (
             f": broadcast the smaller side (written by stage {side[0]}, "
@@ -134,10 +167,54 @@ def shuffle_bound(ctx: Context) -> list[Hint]:
             "executors (raise spark.executor.cores) so more blocks are local"
         )
     sev = severity(share, opts.shuffle_min_share)
-    return [Hint("shuffle_bound", sev, share, evidence, action, stage_id=stage)]
+    # A broadcast join (or local blocks) takes the fetch wait off the path.
+    saving = share * ctx.wall_ns
+    return [
+        Hint(
+            "shuffle_bound",
+            sev,
+            share,
+            evidence,
+            action,
+            stage_id=stage,
+            predicted_saving_ns=saving,
+        )
+    ]
 
 
-def _jobs(trace: pl.DataFrame) -> pl.DataFrame:
+def _threshold_mb(ctx: Context) -> float:
+    """spark.sql.autoBroadcastJoinThreshold in MB (10 MB unset; -1 off)."""
+    text = (ctx.app.setting("spark.sql.autoBroadcastJoinThreshold") or "10m").strip()
+    units = {"b": 1 / MB, "k": 1 / 1024, "m": 1.0, "g": 1024.0}
+    text = (
+        text.lower().removesuffix("b")
+        if text.lower().endswith(("kb", "mb", "gb"))
+        else text.lower()
+    )
+    try:
+        if text and text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text) / MB
+    except ValueError:
+        return 10.0
+
+
+def _jobs(ctx: Context) -> pl.DataFrame:
+    """``job_id, start, end``: the jobs' own JobStart/JobEnd times when the
+    trace's context has them (a job's earliest row may be a driver row
+    tagged with it long before it started), else its rows' extent."""
+    spans = [
+        (j.job_id, j.start_ns, j.end_ns)
+        for j in ctx.app.jobs
+        if j.start_ns is not None and j.end_ns is not None
+    ]
+    if spans:
+        return pl.DataFrame(
+            spans,
+            schema={"job_id": pl.Int64, "start": pl.Int64, "end": pl.Int64},
+            orient="row",
+        )
+    trace = ctx.trace
     return (
         trace.filter(pl.col("job_id").is_not_null())
         .group_by("job_id")
@@ -148,14 +225,11 @@ def _jobs(trace: pl.DataFrame) -> pl.DataFrame:
 
 
 def _intervals(ctx: Context) -> list[dict[str, Any]]:
-    rows = (
-        ctx.partials.driver.select(
-            "edge_index", (pl.col("cp") / ctx.n_windows).alias("cp_share")
-        )
-        .sort(["cp_share", "edge_index"], descending=[True, False])
-        .head(TOP)
-    )
-    jobs = _jobs(ctx.trace)
+    """Every driver interval with CP, largest first, placed among the jobs."""
+    rows = ctx.partials.driver.select(
+        "edge_index", (pl.col("cp") / ctx.n_windows).alias("cp_share")
+    ).sort(["cp_share", "edge_index"], descending=[True, False])
+    jobs = _jobs(ctx)
     out = []
     for r in rows.iter_rows(named=True):
         row = ctx.trace.row(r["edge_index"], named=True)
@@ -175,6 +249,10 @@ def _intervals(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
+def _between_jobs(interval: dict[str, Any]) -> bool:
+    return interval["after_job"] is not None and interval["before_job"] is not None
+
+
 def _describe(interval: dict[str, Any]) -> str:
     after, before = interval["after_job"], interval["before_job"]
     if after is None and before is None:
@@ -182,27 +260,55 @@ def _describe(interval: dict[str, Any]) -> str:
     elif after is None:
         where = f"before job {before} (from the start)"
     elif before is None:
-        where = f"after job {after} (to the end)"
+        where = f"after the last job, {after}, to the application's end"
     else:
         where = f"between job {after} and job {before}"
     return f"{fmt_s(interval['duration_ns'])} {where}"
 
 
 def driver_bound(ctx: Context) -> list[Hint]:
-    """The driver's own code (no job running) dominates the path."""
+    """The driver's own code between jobs dominates the path."""
     opts = ctx.options
-    share = ctx.activity_share("driver")
+    intervals = _intervals(ctx)
+    between = [i for i in intervals if _between_jobs(i)]
+    share = sum(i["cp_share"] for i in between)
     if share < opts.driver_min_share:
         return []
-    intervals = _intervals(ctx)
-    evidence = {"driver_share": share, "intervals": intervals}
-    spans = "; ".join(_describe(i) for i in intervals)
+    listed = between[:TOP]
+    tail = [
+        i for i in intervals if i["after_job"] is not None and i["before_job"] is None
+    ]
+    evidence = {
+        "driver_share": ctx.activity_share("driver"),
+        "between_jobs_share": share,
+        "intervals": listed,
+    }
+    spans = "; ".join(_describe(i) for i in listed)
     action = (
-        f"the driver ran its own code with no Spark job running for {share:.0%} "
-        f"of the critical path ({spans}): move that work into Spark jobs "
-        "(no collect()/toPandas() of large results or driver-side loops), "
-        "reuse cached DataFrames instead of re-planning, check planning time "
-        "of large plans with explain(), and overlap independent actions"
+        f"between its Spark jobs the driver ran its own code for {share:.0%} "
+        f"of the critical path ({spans}): look at what the program does "
+        "there (a Python loop, collect()/toPandas() and local processing of "
+        "the result, planning of a large plan: explain()); move that work into "
+        "Spark, or run independent actions side by side (threads, or one job "
+        "instead of several)"
     )
+    if tail:
+        action += (
+            f"; after the last job it ran {fmt_s(tail[0]['duration_ns'])} more "
+            "before the application ended (work after the last action, or a late "
+            "spark.stop())"
+        )
     sev = severity(share, opts.driver_min_share)
-    return [Hint("driver_bound", sev, share, evidence, action)]
+    # Removing a listed gap shortens the run by its length: no job runs then.
+    saving = float(sum(i["duration_ns"] for i in listed))
+    return [
+        Hint(
+            "driver_bound",
+            sev,
+            share,
+            evidence,
+            action,
+            predicted_saving_ns=saving,
+            change=("drop_gaps", tuple(i["start_ns"] for i in listed)),
+        )
+    ]

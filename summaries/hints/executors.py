@@ -1,16 +1,33 @@
 """``straggler_executor`` and ``idle_capacity`` hints.
 
-* ``straggler_executor``: an executor whose whole-run CP share is at least
-  ``straggler_factor`` x its fair share (see
-  :mod:`~sparktrail.summaries.straggler`) and at least
-  ``straggler_min_share``; needs two or more executors. Its GC share is
-  ``gc`` time / busy (non-waiting) time of its slots.
-* ``idle_capacity``: slot time is (executor slots) x (run span, the trace's
-  first start to last end); idle time is what ``waiting`` rows and
-  uncovered gaps take of it, i.e. slot time minus the slots' other local
-  activities. Fires when idle / slot time >= ``idle_min_share``. Suggested
-  dynamic-allocation bounds: ``minExecutors = floor(mean busy slots /
-  cores)``, ``maxExecutors = ceil(peak busy slots / cores)``.
+* ``straggler_executor``: an executor with at least ``straggler_min_share``
+  of the critical path that is either slow at the same work or holds
+  more of the path than its share:
+
+  - *slowdown*: in the stages where it and other executors each ran
+    ``min_stage_tasks`` tasks or more, its median task time over theirs;
+    the median of those ratios (at least ``straggler_slowdown``). This
+    compares like with like, so it does not flip with how the run's
+    windows split the fair share;
+  - or its whole-run CP share is ``straggler_factor`` x its fair share
+    (see :mod:`~sparktrail.summaries.straggler`).
+
+  Needs two or more executors. Its GC share is ``gc`` time / busy
+  (non-waiting) time of its slots. Predicted saving: its critical time
+  times ``1 - 1 / slowdown`` (its tasks at the others' speed).
+* ``idle_capacity``: slot time is each executor's cores times how long it
+  lived (``ExecutorAdded``/``Removed``; without them, the task timelines
+  times the run span); idle time is slot time minus the slots' busy (not
+  ``waiting``) rows. Fires when idle / slot time >= ``idle_min_share``,
+  never on a ``local`` master (one JVM: dynamic allocation is ignored and
+  idle cores cost nothing). Suggested dynamic-allocation bounds:
+  ``minExecutors = floor(mean busy slots / cores)``, ``maxExecutors =
+  ceil(peak busy slots / cores)``; when dynamic allocation is already on,
+  the action names what to tune instead. Its saving is capacity, not wall
+  time: ``predicted_saving_ns`` is the core time freed (``maxExecutors``
+  below today's count frees the rest of the span; dynamic allocation, when
+  not on yet, is assumed to free ``DYNAMIC_RELEASE`` of the idle core
+  time) and ``saving_share`` its share of the slot time.
 """
 
 from __future__ import annotations
@@ -19,9 +36,12 @@ import math
 
 import polars as pl
 
-from ._common import Context, Hint, fmt_s, severity
+from ._common import Context, Hint, fmt_s, settings_text, severity
 
 __all__ = ["idle_capacity", "straggler_executor"]
+
+#: The share of idle core time that dynamic allocation is assumed to free.
+DYNAMIC_RELEASE = 0.5
 
 
 def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
@@ -33,31 +53,86 @@ def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
     return gc / busy if busy else 0.0
 
 
+def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
+    """Each executor's median over stages of (its median task time / the
+    other executors' median task time in the same stage)."""
+    done = tasks.filter(
+        pl.col("executor").is_not_null()
+        & pl.col("stage_id").is_not_null()
+        & (pl.col("status").is_null() | (pl.col("status") == "success"))
+    ).select("stage_id", "executor", "duration_ns")
+    if done.is_empty():
+        return {}
+    own = done.group_by("stage_id", "executor").agg(
+        pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
+    )
+    ratios: dict[str, list[float]] = {}
+    for (stage, executor), rows in own.filter(pl.col("n") >= min_tasks).group_by(
+        "stage_id", "executor"
+    ):
+        others = done.filter(
+            (pl.col("stage_id") == stage) & (pl.col("executor") != executor)
+        )["duration_ns"]
+        if len(others) < min_tasks:
+            continue
+        median = float(others.median() or 0.0)  # type: ignore[arg-type]
+        if median > 0:
+            ratios.setdefault(str(executor), []).append(float(rows["own"][0]) / median)
+    return {ex: sorted(r)[len(r) // 2] for ex, r in ratios.items()}
+
+
+def _speculation_advice(ctx: Context) -> str:
+    if ctx.app.flag("spark.speculation"):
+        multiplier = ctx.app.setting("spark.speculation.multiplier") or "1.5"
+        quantile = ctx.app.setting("spark.speculation.quantile") or "0.75"
+        return (
+            f"speculation is already on (multiplier {multiplier}, quantile "
+            f"{quantile}) and did not catch it, since every task there is slow, "
+            "not a few: exclude its host (spark.excludeOnFailure.enabled=true, "
+            "or leave the node out)"
+        )
+    return (
+        "set spark.speculation=true, spark.speculation.multiplier=1.5, "
+        "spark.speculation.quantile=0.75 so its slow tasks get copies; if it "
+        "stays slow exclude its host (spark.excludeOnFailure.enabled=true, or "
+        "leave the node out)"
+    )
+
+
 def straggler_executor(ctx: Context) -> list[Hint]:
-    """Executors that hold the run back more than their fair share."""
+    """Executors that are slow at the same work, or hold the run back more
+    than their fair share."""
     opts = ctx.options
     rows = ctx.executor.filter(pl.col("role") == "executor")
     if len(rows) < 2:
         return []
+    slowdowns = _slowdowns(ctx.tasks, opts.min_stage_tasks)
     hints = []
     for ex in rows.iter_rows(named=True):
         ratio = ex["ratio"]
-        if ratio is None or ratio < opts.straggler_factor:
+        slowdown = slowdowns.get(str(ex["executor_id"]))
+        slow = slowdown is not None and slowdown >= opts.straggler_slowdown
+        unfair = ratio is not None and ratio >= opts.straggler_factor
+        if not (slow or unfair) or ex["cp_share"] < opts.straggler_min_share:
             continue
-        if ex["cp_share"] < opts.straggler_min_share:
-            continue
+        if slowdown is not None and slowdown < 1.0:
+            continue  # it holds the path because it ran more, not slower
         gc = _gc_share(ctx.slot_time, ex["executor_id"])
         evidence = {
             "cp_share": ex["cp_share"],
             "fair_share": ex["fair_share"],
             "ratio": ratio,
+            "slowdown": slowdown,
             "slots": ex["slots"],
             "gc_share": gc,
             "executors": len(rows),
         }
         if gc >= opts.gc_high_share:
+            memory = "spark.executor.memory"
+            if ctx.app.is_local:
+                memory = "spark.driver.memory"  # local executors live in the driver
             why = (
-                f"GC took {gc:.0%} of its task time: raise spark.executor.memory "
+                f"GC took {gc:.0%} of its task time: raise {memory} "
                 "or lower spark.memory.fraction / cache less on it"
             )
         else:
@@ -65,22 +140,28 @@ def straggler_executor(ctx: Context) -> list[Hint]:
                 f"GC is only {gc:.0%} of its task time, so check its host "
                 "(CPU steal, disk, network)"
             )
-        action = (
-            f"executor {ex['executor_id']} carries {ex['cp_share']:.0%} of the "
-            f"critical path against a fair share of {ex['fair_share']:.0%}: set "
-            "spark.speculation=true, spark.speculation.multiplier=1.5, "
-            "spark.speculation.quantile=0.75 so its slow tasks get copies; if "
-            "it stays slow exclude its host (spark.excludeOnFailure.enabled=true, "
-            f"or leave the node out); {why}"
+        speed = (
+            f"its tasks take {slowdown:.1f}x as long as the same stages' tasks "
+            "elsewhere and it "
+            if slow and slowdown is not None
+            else ""
         )
+        action = (
+            f"executor {ex['executor_id']}: {speed}carries {ex['cp_share']:.0%} of "
+            f"the critical path against a fair share of {ex['fair_share']:.0%}: "
+            f"{_speculation_advice(ctx)}; {why}"
+        )
+        critical_ns = ex["cp_share"] * ctx.wall_ns
+        factor = slowdown if slowdown and slowdown > 1 else ratio or 1.0
         hints.append(
             Hint(
                 "straggler_executor",
-                severity(ratio, opts.straggler_factor),
+                severity(ratio or 0.0, opts.straggler_factor),
                 ex["cp_share"],
                 evidence,
                 action,
                 executor_id=ex["executor_id"],
+                predicted_saving_ns=critical_ns * (1 - 1 / max(1.0, factor)),
             )
         )
     return hints
@@ -97,21 +178,42 @@ def _peak_busy(rows: pl.LazyFrame) -> int:
     return int(peak or 0)
 
 
+def _dynamic_allocation_advice(ctx: Context, low: int, high: int) -> str:
+    app = ctx.app
+    if app.flag("spark.dynamicAllocation.enabled"):
+        now_max = app.setting("spark.dynamicAllocation.maxExecutors") or "unbounded"
+        timeout = app.setting("spark.dynamicAllocation.executorIdleTimeout") or "60s"
+        return (
+            "dynamic allocation is already on, yet executors sat idle: they "
+            f"are released only after spark.dynamicAllocation.executorIdleTimeout "
+            f"({timeout}) and up to maxExecutors ({now_max}); lower the timeout "
+            f"(e.g. 30s) and set spark.dynamicAllocation.maxExecutors={high}"
+        )
+    wanted = {
+        "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.minExecutors": str(low),
+        "spark.dynamicAllocation.maxExecutors": str(high),
+        "spark.dynamicAllocation.executorIdleTimeout": "30s",
+    }
+    return f"set {settings_text(app, wanted)}"
+
+
 def idle_capacity(ctx: Context) -> list[Hint]:
     """Executor slots that mostly waited: fewer executors or dynamic bounds."""
     trace = ctx.trace
-    if trace.is_empty():
+    if trace.is_empty() or ctx.app.is_local:
         return []
     slots = ctx.slot_time
     workers = slots["src_worker"].n_unique()
     if workers == 0:
         return []
-    span = int(trace["end_ns"].max()) - int(trace["start_ns"].min())  # type: ignore[arg-type]
+    start, end = trace.select(pl.col("start_ns").min(), pl.col("end_ns").max()).row(0)
+    span = int(end) - int(start)
     busy = int(slots.filter(pl.col("activity") != "waiting")["positive_ns"].sum())
-    slot_time = workers * span
+    slot_time = ctx.app.slot_ns(int(start), int(end)) or workers * span
     if slot_time <= 0:
         return []
-    idle = 1.0 - busy / slot_time
+    idle = max(0.0, 1.0 - busy / slot_time)
     if idle < ctx.options.idle_min_share:
         return []
     cores = ctx.slots_per_executor()
@@ -122,28 +224,32 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     peak = _peak_busy(busy_rows)
     mean = busy / span
     low, high = math.floor(mean / cores), max(1, math.ceil(peak / cores))
-    local = set(slots["executor"].unique().to_list()) == {"driver"}
+    executors = max(1, round(slot_time / span / cores))
+    if high >= executors and not ctx.app.flag("spark.dynamicAllocation.enabled"):
+        # Every executor was busy at the peak: fewer would slow that part.
+        high = executors
+    dynamic = bool(ctx.app.flag("spark.dynamicAllocation.enabled"))
+    static = max(0, slot_time - high * cores * span)
+    # Releasing idle executors frees part of their idle time: executors
+    # live out the idle timeout, and come back for the next burst.
+    freed = static if dynamic else max(static, DYNAMIC_RELEASE * (slot_time - busy))
     evidence = {
         "idle_share": idle,
         "slot_time_ns": slot_time,
         "idle_ns": slot_time - busy,
-        "slots": workers,
+        "slots": round(slot_time / span),
         "cores_per_executor": cores,
         "mean_busy_slots": mean,
         "peak_busy_slots": peak,
         "span_ns": span,
+        "freed_core_ns": freed,
     }
     action = (
         f"executor slots waited {idle:.0%} of the run "
         f"({fmt_s(slot_time - busy)} of {fmt_s(slot_time)} slot time; on average "
-        f"{mean:.2g} of {workers} slots were busy, at most {peak}): set "
-        "spark.dynamicAllocation.enabled=true, "
-        f"spark.dynamicAllocation.minExecutors={low}, "
-        f"spark.dynamicAllocation.maxExecutors={high}, "
-        "spark.dynamicAllocation.executorIdleTimeout=30s"
+        f"{mean:.2g} of {evidence['slots']} slots were busy, at most {peak}): "
+        f"{_dynamic_allocation_advice(ctx, low, high)}"
     )
-    if local and peak < workers:
-        action += f"; in local mode run with local[{max(1, peak)}]"
     return [
         Hint(
             "idle_capacity",
@@ -151,5 +257,7 @@ def idle_capacity(ctx: Context) -> list[Hint]:
             0.0,  # idle time is never on the critical path
             evidence,
             action,
+            predicted_saving_ns=float(freed),
+            saving_share=freed / slot_time,
         )
     ]

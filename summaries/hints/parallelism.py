@@ -17,7 +17,13 @@ share is at least ``parallelism_min_share``:
   ``T*``)) slots, and at least ``pi`` partitions so every slot has a task.
 
 The hint fires only when ``pi`` exceeds the slots the stage ran on (more
-slots would help); a stage with no records has no rate and no hint.
+slots would help). Slots are the cores of the executors alive while the
+stage ran (``ExecutorAdded``), not the task timelines it happened to use:
+a one-task stage on a two-core executor left a slot idle. Records only
+give the rates in the evidence: ``pi = ceil(useful time / T*)`` needs
+none, so a CPU-bound stage that reads nothing is sized too. When ``pi``
+fits in the slots the application has, the action is more partitions;
+beyond them, more executors (``local[pi]`` on a local master).
 """
 
 from __future__ import annotations
@@ -44,6 +50,41 @@ def _stage(tasks: pl.DataFrame, stage_id: int) -> dict[str, float]:
     }
 
 
+def _action(ctx: Context, op: dict, s: dict, pi: int, partitions: int) -> str:
+    where = op["call_site"] or op["name"] or f"stage {op['stage_id']}"
+    head = (
+        f"stage {op['stage_id']} ({where}) is {op['cp_share']:.0%} of the critical path"
+    )
+    if s["records"] > 0:
+        head += (
+            f"; its true rate is {s['true_rate']:.3g} records/s per slot "
+            f"(observed {s['observed_rate']:.3g}/s on {s['slots_now']} slots)"
+        )
+    split = (
+        f"at least {partitions} partitions (repartition({partitions}) before it, "
+        f"or spark.sql.shuffle.partitions={partitions} / "
+        f"spark.default.parallelism={partitions} where it reads a shuffle)"
+    )
+    if pi <= s["slots"]:
+        return (
+            f"{head}. It ran {s['tasks']} task(s) on {s['slots_now']} of the "
+            f"{s['slots']} slots the application had: split its work into {split}"
+        )
+    cores = ctx.slots_per_executor()
+    if ctx.app.is_local:
+        more = f"run with local[{pi}] on a machine with {pi} cores"
+    else:
+        executors = math.ceil(pi / cores)
+        more = (
+            f"spark.executor.cores={cores} with spark.executor.instances={executors} "
+            f"(or spark.dynamicAllocation.maxExecutors={executors})"
+        )
+    return (
+        f"{head}. To finish in {fmt_s(s['target_ns'])} it needs pi = {pi} slots "
+        f"(it had {s['slots']}): {more}, and {split}"
+    )
+
+
 def parallelism(ctx: Context) -> list[Hint]:
     """Slot counts and partitions (DS2) for stages that dominate the path."""
     opts = ctx.options
@@ -54,56 +95,52 @@ def parallelism(ctx: Context) -> list[Hint]:
     if stages.is_empty():
         return []
     tasks = ctx.tasks
-    cores = ctx.slots_per_executor()
     hints = []
     for op in stages.iter_rows(named=True):
-        s = _stage(tasks, op["stage_id"])
-        if s["tasks"] == 0 or s["records"] <= 0 or s["useful_ns"] <= 0:
+        s: dict = _stage(tasks, op["stage_id"])
+        if s["tasks"] == 0 or s["useful_ns"] <= 0 or s["stage_time_ns"] <= 0:
             continue
-        if s["stage_time_ns"] <= 0:
-            continue
+        rows = tasks.filter(pl.col("stage_id") == op["stage_id"])
+        start = int(rows["launch_ns"].min())  # type: ignore[arg-type]
+        s["slots"] = ctx.slots_during(start, start + int(s["stage_time_ns"]))
         if opts.target_stage_seconds is not None:
             target_ns = opts.target_stage_seconds * 1e9
-        elif s["slots_now"] < ctx.total_slots():
-            target_ns = s["useful_ns"] / ctx.total_slots()
+        elif s["slots_now"] < s["slots"]:
+            target_ns = s["useful_ns"] / s["slots"]
         else:
             continue
-        true_rate = s["records"] / s["useful_ns"] * 1e9  # records/s per slot
-        target_rate = s["records"] / target_ns * 1e9
-        pi = math.ceil(target_rate / true_rate - 1e-9)
+        # DS2: pi = target rate / true rate per slot = useful time / target.
+        pi = math.ceil(s["useful_ns"] / target_ns - 1e-9)
         if pi <= s["slots_now"]:
             continue
         partitions = max(int(s["tasks"]), pi)
-        evidence = s | {
-            "cp_share": op["cp_share"],
-            "true_rate_per_slot": true_rate,
+        s |= {
+            "target_ns": target_ns,
+            "true_rate": s["records"] / s["useful_ns"] * 1e9,
             "observed_rate": s["records"] / s["stage_time_ns"] * 1e9,
+        }
+        evidence = {k: v for k, v in s.items() if k not in ("true_rate",)} | {
+            "cp_share": op["cp_share"],
+            "true_rate_per_slot": s["true_rate"] if s["records"] > 0 else None,
+            "observed_rate": s["observed_rate"] if s["records"] > 0 else None,
             "target_stage_ns": target_ns,
-            "target_rate": target_rate,
+            "target_rate": s["records"] / target_ns * 1e9 if s["records"] > 0 else None,
             "pi": pi,
             "partitions": partitions,
         }
-        where = op["call_site"] or op["name"] or f"stage {op['stage_id']}"
-        action = (
-            f"stage {op['stage_id']} ({where}) is {op['cp_share']:.0%} of the "
-            f"critical path; its true rate is {true_rate:.3g} records/s per slot "
-            f"(observed {evidence['observed_rate']:.3g}/s on {s['slots_now']} "
-            f"slots). To finish in {fmt_s(target_ns)} ({target_rate:.3g} "
-            f"records/s) it needs pi = {pi} slots: spark.executor.cores={cores} "
-            f"with spark.executor.instances={math.ceil(pi / cores)} (or "
-            f"spark.dynamicAllocation.maxExecutors={math.ceil(pi / cores)}), "
-            f"and at least {partitions} partitions "
-            f"(spark.sql.shuffle.partitions={partitions} or "
-            f"repartition({partitions}) before it)"
-        )
+        predicted = s["useful_ns"] / min(pi, s["slots"])
+        critical_ns = op["cp_share"] * ctx.wall_ns
+        saving = min(critical_ns, max(0.0, s["stage_time_ns"] - predicted))
         hints.append(
             Hint(
                 "parallelism",
                 severity(op["cp_share"], opts.parallelism_min_share),
                 op["cp_share"],
                 evidence,
-                action,
+                _action(ctx, op, s, pi, partitions),
                 stage_id=op["stage_id"],
+                predicted_saving_ns=saving,
+                change=("partitions", op["stage_id"], partitions),
             )
         )
     return hints

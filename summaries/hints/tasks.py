@@ -1,20 +1,32 @@
-"""``straggler_task`` (time skew) and ``hotspot`` (data skew) hints.
+"""``straggler_task`` (time skew), ``hotspot`` and ``skew_unsplittable``
+(data skew) hints.
 
 Per stage with at least ``min_stage_tasks`` tasks, each task with a high
 CP share (``task_min_share``) is compared with the stage's medians:
 
-* records or bytes >= ``skew_factor`` x median -> ``hotspot``. Predicted
-  stage time if the hot partition were split in two (partial key grouping:
-  half its keys' records go to a second partition): the stage takes as long
-  as its longest task (tasks run in parallel when slots suffice), so after
-  the split ``max(longest other task, hot task / 2)`` (the second-longest
-  task when the hot one is the longest).
+* records or bytes >= ``skew_factor`` x a median above 0 (a ratio over a
+  median of 0 is no measure of skew) -> data skew. Predicted stage time if
+  the hot partition were split in two (partial key grouping: half its
+  keys' records go to a second partition): the stage takes as long as its
+  longest task (tasks run in parallel when slots suffice), so after the
+  split ``max(longest other task, hot task / 2)``.
+
+  - In a join (two or more stages of its job wrote shuffle output), AQE can
+    split the partition: ``hotspot``, with AQE's skew-join settings, or,
+    when they are on already, why AQE left it (a partition is skewed only
+    above ``skewedPartitionThresholdInBytes`` as well).
+  - Otherwise (an aggregation), AQE cannot split it: ``skew_unsplittable``,
+    salt the key or aggregate in two steps (two-choice partial
+    aggregation, then merge).
 * else duration >= ``straggler_task_factor`` x median -> ``straggler_task``
   (the task is slow, not big). Speculation catches it when the multiplier
   is below its slowdown: a copy launched at ``multiplier x median`` that
   takes a median time ends at ``(multiplier + 1) x median``; the quantile
   must let the check start while only the straggler runs,
-  ``quantile <= (n - 1) / n``.
+  ``quantile <= (n - 1) / n``. Not flagged: killed speculative copies (the
+  original won), and the first tasks an executor ran in its first stage
+  when they are slow (they carry the executor's and the Python workers'
+  start-up, not the partition's work).
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ def _ratio(value: Any, median: Any) -> float | None:
     if value is None or median is None:
         return None
     if median <= 0:
-        return math.inf if value > 0 else None
+        return None  # no measure of skew: any value is "infinitely" more
     return float(value) / float(median)
 
 
@@ -92,6 +104,40 @@ def _base_evidence(task: dict[str, Any]) -> dict[str, Any]:
     return {k: task[k] for k in keys}
 
 
+def _join_sides(ctx: Context, stage_id: int) -> int:
+    """Stages of ``stage_id``'s job, besides it, that wrote shuffle output."""
+    ops = ctx.operator
+    job = ops.filter(pl.col("stage_id") == stage_id)["job_id"]
+    if job.is_empty() or job[0] is None:
+        return 0
+    return ops.filter(
+        (pl.col("job_id") == job[0])
+        & (pl.col("stage_id") != stage_id)
+        & (pl.col("shuffle_write_bytes") > 0)
+    ).height
+
+
+def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
+    app, factor = ctx.app, ctx.options.skew_factor
+    if (
+        app.flag("spark.sql.adaptive.enabled")
+        and app.flag("spark.sql.adaptive.skewJoin.enabled") is not False
+    ):
+        size = task["bytes"] or 0
+        threshold = max(1 << 20, int(size / 2))
+        return (
+            "AQE's skew join is on but left this partition whole: it splits a "
+            "partition only above both skewedPartitionFactor x the median and "
+            "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes "
+            f"(256MB by default); set that threshold to {threshold >> 20}m"
+        )
+    return (
+        "for this join set spark.sql.adaptive.enabled=true, "
+        "spark.sql.adaptive.skewJoin.enabled=true, "
+        f"spark.sql.adaptive.skewJoin.skewedPartitionFactor={factor:g}"
+    )
+
+
 def _hotspot(
     task: dict[str, Any], ratio: float, durations: list[int], ctx: Context
 ) -> Hint:
@@ -106,31 +152,74 @@ def _hotspot(
         "longest_other_ns": second,
         "predicted_stage_time_ns": predicted,
     }
-    factor = ctx.options.skew_factor
+    join = _join_sides(ctx, task["stage_id"]) >= 2
+    if join:
+        kind = "hotspot"
+        fix = (
+            "salt its hot key and split it over two partitions (partial key "
+            "grouping: add a random 0/1 to the key on one side, replicate the "
+            f"other side's rows for both); {_aqe_skew_advice(ctx, task)}"
+        )
+    else:
+        kind = "skew_unsplittable"
+        fix = (
+            "AQE cannot split a skewed aggregation, only joins: salt the key "
+            "(add a random 0..1 to it), aggregate, then aggregate the partial "
+            "results by the real key (two-choice partial aggregation, then "
+            "merge)"
+        )
     action = (
         f"{_where(task)} holds {ratio:.1f}x the stage's median records/bytes: "
-        "salt its hot key and split it over two partitions (partial key "
-        "grouping: add a random 0/1 to the key, aggregate, then combine the "
-        "two halves); for a join set spark.sql.adaptive.enabled=true, "
-        "spark.sql.adaptive.skewJoin.enabled=true, "
-        f"spark.sql.adaptive.skewJoin.skewedPartitionFactor={factor:g}. "
-        f"Predicted stage time {fmt_s(longest)} -> {fmt_s(predicted)}."
+        f"{fix}. Predicted stage time {fmt_s(longest)} -> {fmt_s(predicted)}."
     )
+    critical_ns = task["running_cp_share"] * task["duration_ns"]
     return Hint(
-        "hotspot",
-        severity(ratio, factor),
+        kind,
+        severity(ratio, ctx.options.skew_factor),
         task["cp_share"],
         evidence,
         action,
         task["stage_id"],
         task["executor"],
         task["partition"],
+        predicted_saving_ns=min(critical_ns, max(0.0, longest - predicted)),
+        change=("split", task["stage_id"], task["partition"], 2),
     )
 
 
-def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
+def _speculation(ctx: Context, task: dict[str, Any], ratio: float) -> str:
     n = task["stage_tasks"]
     quantile = min(SPECULATION_QUANTILE, math.floor(100 * (n - 1) / n) / 100)
+    multiplier = round(min(MAX_MULTIPLIER, max(MIN_MULTIPLIER, ratio / 2)), 1)
+    settings = (
+        f"spark.speculation.quantile={quantile:g}, "
+        f"spark.speculation.multiplier={multiplier:g}"
+    )
+    app = ctx.app
+    if not app.flag("spark.speculation"):
+        return f"set spark.speculation=true, {settings}"
+    now_q = _number(app.setting("spark.speculation.quantile"), 0.75)
+    now_m = _number(app.setting("spark.speculation.multiplier"), 1.5)
+    if now_q <= quantile and now_m <= multiplier:
+        return (
+            f"speculation is on (quantile {now_q:g}, multiplier {now_m:g}) and "
+            "should have copied it: check spark.speculation.minTaskRuntime and "
+            "that a free slot was left for the copy"
+        )
+    return (
+        f"speculation is on but its quantile {now_q:g} / multiplier {now_m:g} "
+        f"start a copy too late for a stage of {n} tasks: {settings}"
+    )
+
+
+def _number(text: str | None, default: float) -> float:
+    try:
+        return float(text) if text is not None else default
+    except ValueError:
+        return default
+
+
+def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     multiplier = round(min(MAX_MULTIPLIER, max(MIN_MULTIPLIER, ratio / 2)), 1)
     predicted = (multiplier + 1) * task["median_ns"]
     evidence = _base_evidence(task) | {
@@ -139,12 +228,11 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     }
     action = (
         f"task {task['task_id']} ran {ratio:.1f}x the stage's median time on "
-        "normal-sized input: set spark.speculation=true, "
-        f"spark.speculation.quantile={quantile:g}, "
-        f"spark.speculation.multiplier={multiplier:g} (a copy would end after "
-        f"~{fmt_s(predicted)} instead of {fmt_s(task['duration_ns'])}); inspect "
-        f"{_where(task)} on {task['worker']}"
+        f"normal-sized input: {_speculation(ctx, task, ratio)} (a copy would "
+        f"end after ~{fmt_s(predicted)} instead of {fmt_s(task['duration_ns'])}); "
+        f"inspect {_where(task)} on {task['worker']}"
     )
+    critical_ns = task["running_cp_share"] * task["duration_ns"]
     return Hint(
         "straggler_task",
         severity(ratio, ctx.options.straggler_task_factor),
@@ -154,11 +242,44 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         task["stage_id"],
         task["executor"],
         task["partition"],
+        predicted_saving_ns=min(critical_ns, max(0.0, task["duration_ns"] - predicted)),
+        change=("speculate", task["task_id"]),
     )
 
 
+def _warm_up_tasks(tasks: pl.DataFrame) -> set[int]:
+    """Task ids of each executor's first wave in its first stage: launched
+    before any task on that executor finished."""
+    known = tasks.filter(
+        pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null()
+    )
+    if known.is_empty():
+        return set()
+    firsts = known.group_by("executor").agg(
+        pl.col("end_ns").min().alias("_first_end"),
+        pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
+    )
+    wave = known.join(firsts, on="executor").filter(
+        (pl.col("launch_ns") < pl.col("_first_end"))
+        & (pl.col("stage_id") == pl.col("_first_stage"))
+    )
+    return set(wave["task_id"].to_list())
+
+
+def _killed_copies(ctx: Context, task_ids: list[int]) -> set[int]:
+    trace = ctx.trace
+    if "speculative" not in trace.columns or "status" not in trace.columns:
+        return set()
+    rows = trace.filter(
+        pl.col("task_id").is_in(task_ids)
+        & pl.col("speculative").fill_null(False)
+        & (pl.col("status") == "killed")
+    )
+    return set(rows["task_id"].to_list())
+
+
 def task_hints(ctx: Context) -> list[Hint]:
-    """``hotspot`` and ``straggler_task`` hints of every stage.
+    """``hotspot``, ``skew_unsplittable`` and ``straggler_task`` hints.
 
     Examples
     --------
@@ -167,8 +288,14 @@ def task_hints(ctx: Context) -> list[Hint]:
     opts = ctx.options
     critical = pl.col("running_cp_share") >= opts.task_min_share
     tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
+    if tasks.is_empty():
+        return []
+    warm_up = _warm_up_tasks(ctx.tasks)
+    killed = _killed_copies(ctx, tasks["task_id"].to_list())
     hints: list[Hint] = []
     for task in tasks.iter_rows(named=True):
+        if task["task_id"] in killed:
+            continue
         skew = [
             r
             for r in (
@@ -183,6 +310,7 @@ def task_hints(ctx: Context) -> list[Hint]:
             hints.append(_hotspot(task, max(skew), durations, ctx))
             continue
         slow = _ratio(task["duration_ns"], task["median_ns"])
-        if slow is not None and slow >= opts.straggler_task_factor:
+        late = slow is not None and slow >= opts.straggler_task_factor
+        if late and task["task_id"] not in warm_up:
             hints.append(_straggler(task, slow, ctx))
     return hints

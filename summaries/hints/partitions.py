@@ -1,0 +1,177 @@
+"""``over_partitioned`` hint: stages of many tiny tasks whose fixed costs
+dominate.
+
+A task pays fixed costs however little data it has: the driver's launch
+(``scheduling``), task deserialization, result serialization and the
+result's trip back (``result``). Spark's tuning guide aims for tasks of
+about 100 ms (``target_task_ms``); far below that, those costs are most of
+the stage. For a stage with at least ``over_partitioned_min_tasks`` tasks
+and twice as many tasks as the application has slots:
+
+* its median task is shorter than ``over_partitioned_task_ms``;
+* its fixed costs are at least ``over_partitioned_fixed_share`` of its
+  critical time (CP per activity of the stage);
+* its critical time is at least ``over_partitioned_min_share`` of the run.
+
+Suggested partitions ``n = max(slots, ceil(work / target_task_ms))``, with
+``work`` the stage's task time less its fixed costs. The predicted stage
+time is ``ceil(n / slots)`` waves of ``work / n`` plus one fixed cost
+(the median's) each; the saving is the stage's critical time less that.
+The action names the shuffle setting to lower, or, where it is already at
+``n`` or below, AQE's coalescing (or why AQE did not coalesce, when it is
+on: ``parallelismFirst`` keeps the default parallelism).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from ._common import Context, Hint, fmt_s, severity
+
+__all__ = ["FIXED_ACTIVITIES", "over_partitioned", "over_partitioned_stages"]
+
+#: Per-task costs that do not shrink with the task's data.
+FIXED_ACTIVITIES = ("scheduling", "deserialization", "serialization", "result")
+
+
+@dataclass(frozen=True)
+class TinyStage:
+    """A stage whose fixed per-task costs dominate (see the module notes)."""
+
+    stage_id: int
+    tasks: int
+    median_task_ns: float
+    fixed_share: float
+    critical_ns: float
+    work_ns: float
+    slots: int
+    partitions: int
+    predicted_stage_ns: float
+    stage_ns: float
+
+
+def _stage_cp(ctx: Context) -> pl.DataFrame:
+    """``stage_id, cp, fixed_cp``: each stage's CP and its fixed-cost part."""
+    fixed = pl.col("activity").is_in(FIXED_ACTIVITIES)
+    return (
+        ctx.partials.stages.filter(pl.col("stage_id").is_not_null())
+        .group_by("stage_id")
+        .agg(pl.col("cp").sum(), pl.col("cp").filter(fixed).sum().alias("fixed_cp"))
+        .filter(pl.col("cp") > 0)
+    )
+
+
+def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
+    """The stages :func:`over_partitioned` names, largest critical time first."""
+    opts = ctx.options
+    if ctx.n_windows == 0 or ctx.tasks.is_empty():
+        return []
+    window_ns = ctx.wall_ns / max(1, ctx.n_windows)
+    found = []
+    for row in _stage_cp(ctx).iter_rows(named=True):
+        critical_ns = row["cp"] * window_ns
+        fixed_share = row["fixed_cp"] / row["cp"]
+        if critical_ns < opts.over_partitioned_min_share * ctx.wall_ns:
+            continue
+        if fixed_share < opts.over_partitioned_fixed_share:
+            continue
+        tasks = ctx.tasks.filter(pl.col("stage_id") == row["stage_id"])
+        n = len(tasks)
+        start = int(tasks["launch_ns"].min())  # type: ignore[arg-type]
+        end = int(tasks["end_ns"].max())  # type: ignore[arg-type]
+        slots = ctx.slots_during(start, end)
+        if n < max(opts.over_partitioned_min_tasks, 2 * slots):
+            continue
+        median = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
+        if median <= 0 or median / 1e6 >= opts.over_partitioned_task_ms:
+            continue
+        total = float(tasks["duration_ns"].sum())
+        work = max(0.0, total * (1 - fixed_share))
+        partitions = max(slots, math.ceil(work / 1e6 / opts.target_task_ms))
+        if partitions >= n:
+            continue
+        fixed_each = median * fixed_share
+        predicted = math.ceil(partitions / slots) * (work / partitions + fixed_each)
+        found.append(
+            TinyStage(
+                row["stage_id"],
+                n,
+                median,
+                fixed_share,
+                critical_ns,
+                work,
+                slots,
+                partitions,
+                predicted,
+                float(end - start),
+            )
+        )
+    return sorted(found, key=lambda s: (-s.critical_ns, s.stage_id))
+
+
+def _setting_advice(ctx: Context, stage: TinyStage) -> str:
+    app, n = ctx.app, stage.partitions
+    now = app.setting("spark.sql.shuffle.partitions")
+    advice = []
+    if now is None or not now.strip().isdigit() or int(now) > n:
+        was = f" (now {now})" if now else ""
+        advice.append(f"spark.sql.shuffle.partitions={n}{was}")
+    if not app.flag("spark.sql.adaptive.enabled"):
+        advice.append(
+            "spark.sql.adaptive.enabled=true with "
+            "spark.sql.adaptive.coalescePartitions.enabled=true"
+        )
+    elif (
+        app.flag("spark.sql.adaptive.coalescePartitions.parallelismFirst") is not False
+    ):
+        advice.append(
+            "AQE is on but coalesces only down to the default parallelism "
+            "(parallelismFirst): set "
+            "spark.sql.adaptive.coalescePartitions.parallelismFirst=false"
+        )
+    advice.append(f"or coalesce({n}) before the stage for RDD or file input")
+    return "; ".join(advice)
+
+
+def over_partitioned(ctx: Context) -> list[Hint]:
+    """Stages of many tiny tasks: fewer, larger partitions."""
+    hints = []
+    for stage in over_partitioned_stages(ctx):
+        saving = max(
+            0.0, min(stage.critical_ns, stage.stage_ns - stage.predicted_stage_ns)
+        )
+        evidence = {
+            "tasks": stage.tasks,
+            "median_task_ns": stage.median_task_ns,
+            "fixed_share": stage.fixed_share,
+            "critical_ns": stage.critical_ns,
+            "slots": stage.slots,
+            "suggested_partitions": stage.partitions,
+            "stage_time_ns": stage.stage_ns,
+            "predicted_stage_time_ns": stage.predicted_stage_ns,
+        }
+        action = (
+            f"stage {stage.stage_id} ran {stage.tasks} tasks of "
+            f"{stage.median_task_ns / 1e6:.3g} ms (median) and "
+            f"{stage.fixed_share:.0%} of its critical time went to launching, "
+            "deserializing and returning tasks: use about "
+            f"{stage.partitions} partitions: {_setting_advice(ctx, stage)}. "
+            f"Predicted stage time {fmt_s(stage.stage_ns)} -> "
+            f"{fmt_s(stage.predicted_stage_ns)}."
+        )
+        hints.append(
+            Hint(
+                "over_partitioned",
+                severity(stage.fixed_share, ctx.options.over_partitioned_fixed_share),
+                stage.critical_ns / ctx.wall_ns if ctx.wall_ns else 0.0,
+                evidence,
+                action,
+                stage_id=stage.stage_id,
+                predicted_saving_ns=saving,
+                change=("partitions", stage.stage_id, stage.partitions),
+            )
+        )
+    return hints

@@ -1,0 +1,119 @@
+"""What every rule's hints go through last: savings, severity, repeats.
+
+* Each hint's ``predicted_saving_ns`` (the rule's own estimate, or the
+  what-if replay of its change) becomes ``saving_share``, its share of the
+  run's wall time, and the severity follows from that share
+  (:func:`~sparktrail.summaries.hints._common.saving_severity`): a hint
+  that saves under 2% is ``info``, kept in the frame (and ``--json``) but
+  not shown. A rule that sets ``saving_share`` itself (``idle_capacity``,
+  whose saving is capacity, not wall time) keeps it.
+* Findings of one kind on one operator (the same call site in several
+  stages, DESIGN §8) become one hint: the one that saves most, with
+  ``occurrences``, the stages, and the summed share and saving.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import polars as pl
+
+from ._common import Context, Hint, saving_severity
+
+__all__ = ["finish_hints", "merge_repeats"]
+
+#: Kinds that name a stage and repeat when an operator runs again.
+STAGE_KINDS = frozenset(
+    {
+        "hotspot",
+        "skew_unsplittable",
+        "straggler_task",
+        "parallelism",
+        "over_partitioned",
+        "scheduling_bound",
+        "gc_bound",
+        "spill",
+    }
+)
+#: Stages listed in a merged hint's evidence.
+MAX_LISTED = 20
+
+
+def _with_severity(hint: Hint, wall_ns: int) -> Hint:
+    if hint.saving_share is not None:
+        return replace(hint, severity=saving_severity(hint.saving_share))
+    return hint.with_saving(hint.predicted_saving_ns, wall_ns)
+
+
+def _operator_keys(ctx: Context) -> dict[int, str]:
+    ops = ctx.operator.filter(pl.col("stage_id").is_not_null())
+    keys = {}
+    for row in ops.select("stage_id", "call_site", "name").iter_rows():
+        stage, site, name = row
+        keys[int(stage)] = site or name or f"stage {stage}"
+    return keys
+
+
+def merge_repeats(hints: list[Hint], keys: dict[int, str], wall_ns: int) -> list[Hint]:
+    """One hint per (kind, operator) for the kinds of :data:`STAGE_KINDS`.
+
+    ``keys`` maps a stage id to its operator (call site); hints are
+    finished (saving and severity set).
+
+    >>> a = Hint("hotspot", "low", 0.1, {}, "split it", stage_id=1,
+    ...     predicted_saving_ns=3.0, saving_share=0.03)
+    >>> b = replace(a, stage_id=2, predicted_saving_ns=5.0, saving_share=0.05)
+    >>> [merged] = merge_repeats([a, b], {1: "f.py:3", 2: "f.py:3"}, 100)
+    >>> merged.occurrences, merged.stage_id, merged.predicted_saving_ns, merged.severity
+    (2, 2, 8.0, 'medium')
+    """
+    groups: dict[tuple[str, str], list[Hint]] = defaultdict(list)
+    out: list[Hint] = []
+    for hint in hints:
+        if hint.kind in STAGE_KINDS and hint.stage_id is not None:
+            key = keys.get(hint.stage_id, f"stage {hint.stage_id}")
+            groups[(hint.kind, key)].append(hint)
+        else:
+            out.append(hint)
+    for (_, operator), found in groups.items():
+        if len(found) == 1:
+            out.append(found[0])
+            continue
+        out.append(_merged(found, operator, wall_ns))
+    return out
+
+
+def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
+    best = max(found, key=lambda h: (h.predicted_saving_ns or 0.0, h.cp_share))
+    stages = sorted({h.stage_id for h in found if h.stage_id is not None})
+    saving = sum(h.predicted_saving_ns or 0.0 for h in found)
+    share = saving / wall_ns if wall_ns > 0 else None
+    evidence = best.evidence | {
+        "occurrences": len(found),
+        "operator": operator,
+        "stages": stages[:MAX_LISTED],
+        "first_stage": stages[0] if stages else None,
+        "last_stage": stages[-1] if stages else None,
+        "total_cp_share": sum(h.cp_share for h in found),
+    }
+    action = (
+        f"{operator} ran in {len(found)} stages ({stages[0]}..{stages[-1]}) with "
+        f"the same finding; the worst, in stage {best.stage_id}: {best.action}"
+    )
+    return replace(
+        best,
+        evidence=evidence,
+        action=action,
+        cp_share=sum(h.cp_share for h in found),
+        predicted_saving_ns=saving,
+        saving_share=share,
+        severity=saving_severity(share),
+        occurrences=len(found),
+    )
+
+
+def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
+    """Savings, severity and merged repeats of the rules' ``hints``."""
+    finished = [_with_severity(h, ctx.wall_ns) for h in hints]
+    return merge_repeats(finished, _operator_keys(ctx), ctx.wall_ns)
