@@ -827,7 +827,7 @@ def hints_table(hints: pl.DataFrame) -> go.Figure:
     ...     "stage_id": [None], "executor_id": [None], "partition": [None],
     ...     "evidence": ['{"driver_share": 0.9}'], "action": ["move work"]})
     >>> fig = hints_table(h)
-    >>> list(fig.data[0].header.values)[:2], list(fig.data[0].cells.values[5])
+    >>> list(fig.data[0].header.values)[:2], list(fig.data[0].cells.values[6])
     (['kind', 'severity'], ['driver_share=90%'])
     """
     if hints.is_empty():

@@ -243,7 +243,7 @@ def print_summary(
     for row in hints.iter_rows(named=True):
         saving = saving_text(row)
         print(
-            f"  [{row['severity']}] {row['kind']} (saves {saving}): {row['action']}",
+            f"  [{row['severity']}] {row['kind']}, saves {saving}: {row['action']}",
             file=out,
         )
     small = len(summaries.hints) - len(hints)

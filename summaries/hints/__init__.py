@@ -75,12 +75,18 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
 
     Examples
     --------
+    One of four tasks runs 100 ns, the others 10 ns: a speculative copy
+    would end it after (3 + 1) x 10 ns, saving 60 ns of the run.
+
     >>> import polars as pl
     >>> from sparktrail import summarize
-    >>> t = pl.DataFrame({"src_worker": ["driver"], "dst_worker": ["driver"],
-    ...     "start_ns": [0], "end_ns": [10], "activity": ["driver"]})
-    >>> summarize(t, 10).hints["kind"].to_list()
-    ['driver_bound']
+    >>> workers = [f"exec-1/{i}" for i in range(4)]
+    >>> t = pl.DataFrame({"src_worker": workers, "dst_worker": workers,
+    ...     "start_ns": [0] * 4, "end_ns": [100, 10, 10, 10],
+    ...     "activity": ["processing"] * 4, "task_id": [0, 1, 2, 3],
+    ...     "stage_id": [0] * 4})
+    >>> summarize(t, 100).hints.select("kind", "predicted_saving_ns").row(0)
+    ('straggler_task', 60.0)
     """
     hints = [hint for rule in RULES for hint in rule(context)]
     return hint_frame(finish_hints(context, hints))

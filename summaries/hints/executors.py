@@ -55,7 +55,8 @@ def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
 
 def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
     """Each executor's median over stages of (its median task time / the
-    other executors' median task time in the same stage)."""
+    other executors' median task time in the same stage), counting only
+    stages where each side ran ``min_tasks`` tasks or more."""
     done = tasks.filter(
         pl.col("executor").is_not_null()
         & pl.col("stage_id").is_not_null()
@@ -67,9 +68,7 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
         pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
     )
     ratios: dict[str, list[float]] = {}
-    for (stage, executor), rows in own.filter(pl.col("n") >= min_tasks).group_by(
-        "stage_id", "executor"
-    ):
+    for stage, executor, median_own, _ in own.filter(pl.col("n") >= min_tasks).rows():
         others = done.filter(
             (pl.col("stage_id") == stage) & (pl.col("executor") != executor)
         )["duration_ns"]
@@ -77,8 +76,29 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
             continue
         median = float(others.median() or 0.0)  # type: ignore[arg-type]
         if median > 0:
-            ratios.setdefault(str(executor), []).append(float(rows["own"][0]) / median)
+            ratios.setdefault(str(executor), []).append(float(median_own) / median)
     return {ex: sorted(r)[len(r) // 2] for ex, r in ratios.items()}
+
+
+def _saving(
+    ctx: Context, executor: str, critical_ns: float, slowdown: float | None
+) -> float:
+    """Critical time saved if the executor's tasks ran at the others' speed:
+    ``critical x (1 - 1 / slowdown)``; without a robust slowdown, the ratio
+    of its mean task time to the others' in the stages both ran."""
+    if slowdown is None:
+        done = ctx.tasks.filter(pl.col("executor").is_not_null())
+        mine = done.filter(pl.col("executor") == executor)
+        others = done.filter(
+            (pl.col("executor") != executor)
+            & pl.col("stage_id").is_in(mine["stage_id"].unique().implode())
+        )
+        if mine.is_empty() or others.is_empty():
+            return 0.0
+        mean_mine = float(mine["duration_ns"].mean() or 0.0)  # type: ignore[arg-type]
+        mean_others = float(others["duration_ns"].mean() or 0.0)  # type: ignore[arg-type]
+        slowdown = mean_mine / mean_others if mean_others > 0 else 1.0
+    return critical_ns * max(0.0, 1 - 1 / slowdown) if slowdown > 0 else 0.0
 
 
 def _speculation_advice(ctx: Context) -> str:
@@ -152,7 +172,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             f"{_speculation_advice(ctx)}; {why}"
         )
         critical_ns = ex["cp_share"] * ctx.wall_ns
-        factor = slowdown if slowdown and slowdown > 1 else ratio or 1.0
+        saving = _saving(ctx, str(ex["executor_id"]), critical_ns, slowdown)
         hints.append(
             Hint(
                 "straggler_executor",
@@ -161,7 +181,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
                 evidence,
                 action,
                 executor_id=ex["executor_id"],
-                predicted_saving_ns=critical_ns * (1 - 1 / max(1.0, factor)),
+                predicted_saving_ns=saving,
             )
         )
     return hints

@@ -24,9 +24,9 @@ CP share (``task_min_share``) is compared with the stage's medians:
   takes a median time ends at ``(multiplier + 1) x median``; the quantile
   must let the check start while only the straggler runs,
   ``quantile <= (n - 1) / n``. Not flagged: killed speculative copies (the
-  original won), and the first tasks an executor ran in its first stage
-  when they are slow (they carry the executor's and the Python workers'
-  start-up, not the partition's work).
+  original won), and an executor's first wave in its first stage when two
+  or more of that wave are slow (they carry the executor's and the Python
+  workers' start-up, not their partitions' work).
 """
 
 from __future__ import annotations
@@ -247,9 +247,11 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     )
 
 
-def _warm_up_tasks(tasks: pl.DataFrame) -> set[int]:
-    """Task ids of each executor's first wave in its first stage: launched
-    before any task on that executor finished."""
+def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
+    """Slow tasks of each executor's first wave in its first stage (launched
+    before any task on that executor finished), where two or more of that
+    wave are slow (>= ``factor`` x the stage median): their slowness is the
+    executor's start-up (JVM, Python workers), not their partitions'."""
     known = tasks.filter(
         pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null()
     )
@@ -259,11 +261,20 @@ def _warm_up_tasks(tasks: pl.DataFrame) -> set[int]:
         pl.col("end_ns").min().alias("_first_end"),
         pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
     )
-    wave = known.join(firsts, on="executor").filter(
-        (pl.col("launch_ns") < pl.col("_first_end"))
-        & (pl.col("stage_id") == pl.col("_first_stage"))
+    medians = known.group_by("stage_id").agg(
+        pl.col("duration_ns").median().alias("_median")
     )
-    return set(wave["task_id"].to_list())
+    slow_wave = (
+        known.join(firsts, on="executor")
+        .join(medians, on="stage_id")
+        .filter(
+            (pl.col("launch_ns") < pl.col("_first_end"))
+            & (pl.col("stage_id") == pl.col("_first_stage"))
+            & (pl.col("duration_ns") >= factor * pl.col("_median"))
+        )
+        .filter(pl.len().over("executor") >= 2)
+    )
+    return set(slow_wave["task_id"].to_list())
 
 
 def _killed_copies(ctx: Context, task_ids: list[int]) -> set[int]:
@@ -290,7 +301,7 @@ def task_hints(ctx: Context) -> list[Hint]:
     tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
     if tasks.is_empty():
         return []
-    warm_up = _warm_up_tasks(ctx.tasks)
+    warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)
     killed = _killed_copies(ctx, tasks["task_id"].to_list())
     hints: list[Hint] = []
     for task in tasks.iter_rows(named=True):

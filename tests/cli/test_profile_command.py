@@ -20,8 +20,9 @@ from sparktrail import summarize
 from sparktrail.cli import main, profile
 from sparktrail.cli.profile import hints_json
 from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES
+from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import write_trace
-from sparktrail.tracer import import_eventlog
+from sparktrail.tracer import import_eventlog, import_trace
 from tests.paths import SHARED_LOG
 
 LOG = SHARED_LOG
@@ -39,8 +40,29 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def straggler(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace file of one stage whose task 0 runs 10x the others (YARN)."""
+    workers = [f"exec-1/{i}" for i in range(4)]
+    frame = pl.DataFrame(
+        {
+            "src_worker": workers,
+            "dst_worker": workers,
+            "start_ns": [0] * 4,
+            "end_ns": [s * S for s in (10, 1, 1, 1)],
+            "activity": ["processing"] * 4,
+            "task_id": [0, 1, 2, 3],
+            "stage_id": [0] * 4,
+            "partition": [0, 1, 2, 3],
+            "records": [100] * 4,
+        }
+    )
+    path = tmp_path_factory.mktemp("straggler") / "app.arrow"
+    return write_trace(frame, path, AppContext(master="yarn"))
+
+
+@pytest.fixture(scope="module")
 def expected() -> object:
-    return summarize(import_eventlog(LOG), S)
+    return summarize(import_trace(LOG), S)
 
 
 def same(left: pl.DataFrame, right: pl.DataFrame) -> None:
@@ -71,11 +93,21 @@ def test_report_is_self_contained_with_every_section(profiled: Path) -> None:
     assert "local-1532512550423" in page
     assert "1 s" in page
     assert "17 (17 with a critical path)" in page
-    # AND the hints are a plain HTML table, readable without JavaScript
-    assert '<table class="hints">' in page
-    assert "driver_bound" in page and "idle_capacity" in page
+    # AND no hint: start-up holds the run, and nothing else saves 2%
+    assert "No rebalancing hint" in page
     # AND the communication section carries the shuffle-attribution note
     assert "split over source executors" in page
+
+
+def test_report_lists_hints_as_a_plain_table(straggler: Path, tmp_path: Path) -> None:
+    # GIVEN a profile of a trace with a straggler task
+    assert main(["profile", str(straggler), "-o", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    # THEN the hints are a plain HTML table, readable without JavaScript,
+    # with the predicted saving of each
+    assert '<table class="hints">' in page
+    assert "straggler_task" in page and "predicted saving" in page
+    assert "6 s (60% of the run)" in page  # 10 s -> (3 + 1) x 1 s
 
 
 def test_parquet_summaries_equal_the_summaries(profiled: Path, expected) -> None:
@@ -97,21 +129,31 @@ def test_terminal_summary_names_stages_workers_and_hints(
     assert "stage 0: collect at <console>:25" in stages
     workers = out.split("Top workers")[1].split("Hints")[0].strip().splitlines()
     assert workers[1].split()[-1] == "driver"
-    assert "[high] driver_bound:" in out
+    assert "Hints (0):" in out and "none:" in out
     assert str(tmp_path / "report.html") in out
 
 
+def test_terminal_summary_gives_each_hints_saving(
+    straggler: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["profile", str(straggler), "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "[high] straggler_task, saves 6 s (60% of the run): task 0 ran" in out
+
+
 def test_json_prints_only_the_hints_on_stdout(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], expected
+    straggler: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # WHEN profile runs with --json
-    assert main(["profile", str(LOG), "-o", str(tmp_path), "--json"]) == 0
+    assert main(["profile", str(straggler), "-o", str(tmp_path), "--json"]) == 0
     captured = capsys.readouterr()
     # THEN stdout parses as JSON and equals the hints frame (evidence decoded)
+    expected = summarize(straggler, S)
     hints = json.loads(captured.out)
     assert hints == hints_json(expected.hints)
-    assert [h["kind"] for h in hints] == expected.hints["kind"].to_list()
+    assert [h["kind"] for h in hints] == ["straggler_task", "idle_capacity"]
     assert isinstance(hints[0]["evidence"], dict)
+    assert hints[0]["predicted_saving_ns"] == pytest.approx(6 * S)
     # AND the terminal summary went to stderr
     assert "Top critical stages" in captured.err
 
@@ -119,8 +161,8 @@ def test_json_prints_only_the_hints_on_stdout(
 def test_trace_directory_gives_the_same_summaries(
     tmp_path: Path, profiled: Path
 ) -> None:
-    # GIVEN the imported log written as a trace directory
-    write_trace(import_eventlog(LOG), tmp_path / "trace" / "app.arrow")
+    # GIVEN the imported log written as a trace directory, with its context
+    write_trace(import_trace(LOG), tmp_path / "trace" / "app.arrow")
     # WHEN it is profiled THEN every summary equals the event log's
     assert main(["profile", str(tmp_path / "trace"), "-o", str(tmp_path / "out")]) == 0
     from_trace = read_summaries(tmp_path / "out")

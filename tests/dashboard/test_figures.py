@@ -188,6 +188,9 @@ def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
             "executor_id": ["2", None],
             "partition": [7, None],
             "cp_share": [0.4, 0.2],
+            "predicted_saving_ns": [1.5e9, None],
+            "saving_share": [0.12, None],
+            "occurrences": [1, 1],
             "evidence": [json.dumps({"records": 900, "median": 100}), "{}"],
             "action": ["salt the key", "move work into jobs"],
         },
@@ -198,10 +201,11 @@ def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
     assert isinstance(table, go.Table)
     assert list(table.header.values) == list(figures.HINT_COLUMNS.values())
     cells = [list(column) for column in table.cells.values]
-    assert cells[2] == ["3", ""]
-    assert cells[4] == ["7", ""]
-    assert cells[5] == ["records=900, median=100", ""]
-    assert cells[6] == ["salt the key", "move work into jobs"]
+    assert cells[2] == ["1.5 s (12% of the run)", ""]
+    assert cells[3] == ["3", ""]
+    assert cells[5] == ["7", ""]
+    assert cells[6] == ["records=900, median=100", ""]
+    assert cells[7] == ["salt the key", "move work into jobs"]
 
 
 @pytest.mark.parametrize(
@@ -299,14 +303,17 @@ def test_workers_are_shown_by_one_label_everywhere() -> None:
             "executor_id": ["3"],
             "partition": [None],
             "cp_share": [0.4],
+            "predicted_saving_ns": [1e9],
+            "saving_share": [0.1],
+            "occurrences": [1],
             "evidence": [json.dumps({"worker": "exec-3/1"})],
             "action": ["move work off exec-3/1 and exec-driver/2"],
         },
         schema=HINT_SCHEMA,
     )
     cells = [list(c) for c in figures.hints_table(hints).data[0].cells.values]
-    assert cells[5] == ["worker=executor 3, core 1"]
-    assert cells[6] == ["move work off executor 3, core 1 and driver, core 2"]
+    assert cells[6] == ["worker=executor 3, core 1"]
+    assert cells[7] == ["move work off executor 3, core 1 and driver, core 2"]
 
 
 def test_evidence_is_shown_in_units() -> None:

@@ -80,7 +80,11 @@ def test_straggler_executor_fires_with_gc_evidence():
     assert ev["ratio"] == pytest.approx(3.0)
     assert ev["fair_share"] == pytest.approx(1 / 3, abs=1e-6)
     assert ev["gc_share"] == pytest.approx(0.2)
-    assert row["severity"] == "medium"  # 3 / 2 = 1.5x the threshold
+    # AND at the others' speed (90 ms) it would end 10 ms sooner: 10% of
+    # the run is a medium saving
+    assert row["predicted_saving_ns"] == pytest.approx(10 * MS)
+    assert row["saving_share"] == pytest.approx(0.1)
+    assert row["severity"] == "medium"
     assert "spark.speculation=true" in row["action"]
     assert "spark.executor.memory" in row["action"]
 
@@ -119,19 +123,78 @@ def test_straggler_task_on_time_skew():
     assert "App.scala:10" in row["action"]
 
 
-def test_hotspot_on_data_skew_predicts_the_split():
-    # GIVEN the long task also holds 10x the median records
+def test_aggregation_skew_is_unsplittable_by_aqe():
+    # GIVEN the long task also holds 10x the median records, in a job with
+    # no other shuffle stage (an aggregation, not a join)
     # WHEN hints are computed
     frame = hints(skewed_stage(1000), 100)
-    # THEN it is a hotspot; splitting it halves the stage (50 ms > 10 ms)
-    row, ev = only(frame, "hotspot")
-    assert "straggler_task" not in frame["kind"].to_list()
+    # THEN AQE cannot split it: salting or a two-step aggregation is the fix
+    row, ev = only(frame, "skew_unsplittable")
+    assert {"straggler_task", "hotspot"}.isdisjoint(frame["kind"].to_list())
     assert row["partition"] == 0
     assert ev["skew_ratio"] == pytest.approx(10.0)
-    assert ev["stage_time_ns"] == 100 * MS
     assert ev["predicted_stage_time_ns"] == pytest.approx(50 * MS)
-    assert "skewedPartitionFactor=5" in row["action"]
+    assert "AQE cannot split" in row["action"] and "salt" in row["action"]
     assert "0.1 s -> 0.05 s" in row["action"]
+    # AND splitting it saves the 50 ms it holds the 100 ms run back
+    assert row["predicted_saving_ns"] == pytest.approx(50 * MS)
+    assert row["severity"] == "high"
+
+
+def skewed_join() -> pl.DataFrame:
+    # Stages 0 and 1 write the two sides; stage 2 joins them, one key hot.
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 5)], stage=0, written=300, records=10)
+    t.task("exec-1/1", 0, [("processing", 5)], stage=1, written=100, records=10)
+    t.task("exec-1/0", 5, [("processing", 100)], stage=2, records=1000)
+    for s in (1, 2, 3):
+        t.task(f"exec-1/{s}", 5, [("processing", 10)], stage=2, records=100)
+    return t.frame()
+
+
+def test_join_skew_is_a_hotspot_with_aqe_settings():
+    # GIVEN a join whose partition 2 holds 10x the median records
+    frame = hints(skewed_join(), 105)
+    # THEN it is a hotspot, with AQE's skew-join settings
+    row, ev = only(frame, "hotspot")
+    assert (row["stage_id"], row["partition"]) == (2, 2)
+    assert "spark.sql.adaptive.skewJoin.enabled=true" in row["action"]
+    assert "skewedPartitionFactor=5" in row["action"]
+    assert row["predicted_saving_ns"] == pytest.approx(50 * MS)
+
+
+def test_join_skew_with_aqe_on_says_why_aqe_left_it():
+    # GIVEN the same join run with AQE's skew join on
+    from sparktrail.pag.context import AppContext
+    from sparktrail.pag.trace import Trace as Traced, validate_trace
+
+    app = AppContext(
+        master="yarn",
+        properties={
+            "spark.sql.adaptive.enabled": "true",
+            "spark.sql.adaptive.skewJoin.enabled": "true",
+        },
+    )
+    traced = Traced(validate_trace(skewed_join()), app)
+    frame = summarize(traced, 105 * MS).hints
+    row, _ = only(frame, "hotspot")
+    # THEN the action does not ask for what is on, but names the threshold
+    assert "spark.sql.adaptive.skewJoin.enabled=true" not in row["action"]
+    assert "skewedPartitionThresholdInBytes" in row["action"]
+
+
+def test_a_median_of_zero_is_no_measure_of_skew():
+    # GIVEN a slow task with records where the others have none
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 100)], records=1000, nbytes=None)
+    for s in (1, 2, 3):
+        t.task(f"exec-1/{s}", 0, [("processing", 10)], records=0, nbytes=None)
+    frame = hints(t.frame(), 100)
+    # THEN no skew hint divides by the median of 0 (it is a slow task)
+    assert {"hotspot", "skew_unsplittable"}.isdisjoint(frame["kind"].to_list())
+    assert "inf" not in " ".join(
+        frame["action"].to_list() + frame["evidence"].to_list()
+    )
 
 
 def test_parallelism_uses_true_rate_per_slot():
@@ -192,24 +255,45 @@ def test_shuffle_bound_names_channels_and_broadcast_side():
     assert ev["top_channels"][0]["src"] == "executor 1"
     assert ev["top_channels"][0]["cp_share"] == pytest.approx(0.225)
     assert (ev["small_side_stage_id"], ev["small_side_bytes"]) == (1, 100)
-    assert "spark.sql.autoBroadcastJoinThreshold=1m" in row["action"]
+    # AND the 100 B side is under the default 10 MB threshold already, so
+    # the action says to broadcast it explicitly, not to raise the threshold
+    assert "autoBroadcastJoinThreshold=" not in row["action"]
+    assert "broadcast(df)" in row["action"]
 
 
-def test_driver_bound_says_what_the_driver_did_and_where():
-    # GIVEN the driver runs its own code 80 ms before job 0 (a 20 ms stage)
+def test_driver_bound_says_what_the_driver_did_between_jobs():
+    # GIVEN job 0 (20 ms), 80 ms of driver code, then job 1 (20 ms)
     t = Trace()
-    t.local("driver", 0, 80, "driver")
+    t.message("driver", "exec-1/0", 0)
+    t.local("driver", 0, 20, "waiting", job_id=0)
+    t.task("exec-1/0", 0, [("processing", 20)], job=0)
+    t.message("exec-1/0", "driver", 20)
+    t.local("driver", 20, 100, "driver")
+    t.message("driver", "exec-1/0", 100)
+    t.local("driver", 100, 120, "waiting", job_id=1)
+    t.task("exec-1/0", 100, [("processing", 20)], job=1, stage=1)
+    t.message("exec-1/0", "driver", 120)
+    # WHEN hints are computed
+    frame = hints(t.frame(), 120, MET)
+    # THEN the hint names the gap between job 0 and job 1 and would save it
+    row, ev = only(frame, "driver_bound")
+    assert ev["between_jobs_share"] == pytest.approx(80 / 120)
+    interval = ev["intervals"][0]
+    assert (interval["after_job"], interval["before_job"]) == (0, 1)
+    assert interval["duration_ns"] == 80 * MS
+    assert "between job 0 and job 1" in row["action"]
+    assert row["predicted_saving_ns"] == pytest.approx(80 * MS)
+
+
+def test_start_up_and_the_tail_are_not_driver_bound():
+    # GIVEN 80 ms of start-up before job 0 and driver time after it only
+    t = Trace()
+    t.local("driver", 0, 80, "startup")
     t.message("driver", "exec-1/0", 80)
     t.task("exec-1/0", 80, [("processing", 20)], job=0)
-    # WHEN hints are computed
-    frame = hints(t.frame(), 100, MET)
-    # THEN the hint gives the share and the interval before job 0
-    row, ev = only(frame, "driver_bound")
-    assert ev["driver_share"] == pytest.approx(0.8)
-    interval = ev["intervals"][0]
-    assert (interval["before_job"], interval["after_job"]) == (0, None)
-    assert interval["duration_ns"] == 80 * MS
-    assert "before job 0" in row["action"]
+    t.local("driver", 100, 180, "driver")
+    # WHEN hints are computed  THEN no driver_bound: nothing between jobs
+    assert "driver_bound" not in hints(t.frame(), 180, MET)["kind"].to_list()
 
 
 def test_idle_capacity_suggests_dynamic_allocation_bounds():

@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparktrail import read_trace, summarize
+from sparktrail import summarize
+from sparktrail.pag.trace import Trace, load_trace
 
 LOG = Path("/work/shared/eventlogs/local-1532512550423")
 SECOND = 1_000_000_000
@@ -19,14 +20,14 @@ pytestmark = pytest.mark.skipif(not LOG.exists(), reason="shared log not present
 
 
 @pytest.fixture(scope="module")
-def trace(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Trace:
     out = tmp_path_factory.mktemp("shared")
     subprocess.run(
         [sys.executable, "-m", "sparktrail", "import", str(LOG), "-o", str(out)],
         check=True,
         capture_output=True,
     )
-    return read_trace(out)
+    return load_trace(out)
 
 
 @pytest.mark.parametrize("window_ns", [SECOND, 20 * SECOND])
@@ -43,16 +44,31 @@ def test_shares_sum_to_one(trace, window_ns):
     assert s.straggler["fair_share"].sum() == pytest.approx(1.0)
 
 
-def test_operators_name_their_stages_and_hints_explain_the_driver(trace):
-    # GIVEN the imported log (two collect jobs after 12 s of driver code)
+def test_the_trace_file_carries_the_applications_context(trace):
+    # GIVEN the log imported by the CLI and read back from its trace file
+    app = trace.context
+    # THEN what the application ran with came along
+    assert (app.app_id, app.master, app.spark_version) == (
+        "local-1532512550423",
+        "local[*]",
+        "2.3.0",
+    )
+    assert [(e.executor_id, e.cores) for e in app.executors] == [("driver", 4)]
+    assert [j.job_id for j in app.jobs] == [0, 1]
+    assert app.setting("spark.app.name") == "Spark shell"
+
+
+def test_operators_name_their_stages_and_start_up_gets_no_advice(trace):
+    # GIVEN the imported log (two collect jobs after 12 s of start-up)
     s = summarize(trace, SECOND)
     # THEN stage rows carry Spark's stage names and call sites
     stages = s.operator.filter(pl.col("stage_id").is_not_null())
     assert stages["name"].to_list() == ["collect at <console>:25"] * 2
     assert stages["call_site"].to_list() == ["<console>:25"] * 2
-    # AND the driver dominates: the hint points before job 0
-    kinds = s.hints["kind"].to_list()
-    assert kinds[0] == "driver_bound"
-    evidence = json.loads(s.hints["evidence"][0])
-    assert evidence["driver_share"] > 0.9
-    assert evidence["intervals"][0]["before_job"] == 0
+    # AND start-up holds most of the run, as its own activity
+    top = s.activity.row(0, named=True)
+    assert top["activity"] == "startup" and top["cp_share"] > 0.7
+    # AND no hint: start-up is no driver code to advise on, the 1.2 s
+    # between the jobs is under the threshold, and a local master has no
+    # executors to allocate
+    assert s.hints.is_empty(), s.hints

@@ -72,7 +72,7 @@ def test_slot_gaps_and_driver_labels() -> None:
         for s, e, a in driver.select("start_ns", "end_ns", "activity").rows()
     ]
     assert labels == [
-        (0, 10, "driver"),
+        (0, 10, "startup"),
         (10, 20, "scheduling"),
         (20, 40, "waiting"),
         (40, 45, "scheduling"),
