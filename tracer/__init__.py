@@ -263,7 +263,9 @@ def follow_eventlog(
             began = time.perf_counter()
             if reader.events_read:
                 watermark = (model.max_ms - slack_ms) * MS
-                name = name or trace_name(path, model.stats.app_id, model.attempt_id)
+                # No attempt id: the live listener finds these files by
+                # "<appId>-*.arrow" (LiveTrace.trace_files).
+                name = name or trace_name(path, model.stats.app_id)
                 emitted = _write_batch(
                     model, False, emitted, watermark, out_dir, name, written, max_rows
                 )
@@ -277,7 +279,7 @@ def follow_eventlog(
     reader.follow = False
     _feed(model, reader)
     _nothing_read(path, reader)
-    name = name or trace_name(path, model.stats.app_id, model.attempt_id)
+    name = name or trace_name(path, model.stats.app_id)
     _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
     if stats is not None:
         _fill_stats(stats, model, reader)
