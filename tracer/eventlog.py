@@ -146,11 +146,14 @@ class SeveralLogsError(EventLogError):
         self.logs = logs
         names = [log.name for log in logs[:MAX_LISTED]]
         more = f" and {len(logs) - MAX_LISTED} more" if len(logs) > MAX_LISTED else ""
-        what = "1 event log" if len(logs) == 1 else f"{len(logs)} event logs"
-        super().__init__(
-            f"{root}: a folder holding {what}, not one log; give the path of "
-            f"one: {', '.join(names)}{more}"
-        )
+        if len(logs) == 1:
+            message = f"a folder holding one event log; give its path: {names[0]}"
+        else:
+            message = (
+                f"a folder holding {len(logs)} event logs, not one log; give "
+                f"the path of one: {', '.join(names)}{more}"
+            )
+        super().__init__(f"{root}: {message}")
 
 
 class EventLogWarning(UserWarning):

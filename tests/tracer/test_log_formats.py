@@ -261,6 +261,14 @@ def test_folder_of_logs_lists_them(tmp_path: Path) -> None:
     assert f"{tmp_path}: a folder holding 3 event logs" in str(caught.value)
 
 
+def test_folder_of_one_log_names_it(tmp_path: Path) -> None:
+    with_attempt(tmp_path / f"{APP}_1", "1")
+    with pytest.raises(
+        SeveralLogsError, match=f"one event log; give its path: {APP}_1$"
+    ):
+        resolve(tmp_path)
+
+
 def test_folder_without_logs_says_what_was_expected(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a log\n")
     with pytest.raises(EventLogError, match="no event log in this directory") as caught:
