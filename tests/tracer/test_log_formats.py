@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import warnings
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
@@ -274,3 +275,30 @@ def test_folder_without_logs_says_what_was_expected(tmp_path: Path) -> None:
     with pytest.raises(EventLogError, match="no event log in this directory") as caught:
         resolve(tmp_path)
     assert not isinstance(caught.value, SeveralLogsError)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("codec", ["lz4", "lzf", "snappy"])
+def test_spark_1_directory_compressed_by_spark_itself(
+    spark: Any, tmp_path: Path, plain: pl.DataFrame, codec: str
+) -> None:
+    """Spark's own codec classes (snappy-java, lz4-java and compress-lzf
+    streams, as Spark 1.x wrote them too) decode to the plain log's trace."""
+    # GIVEN a Spark 1.x directory whose EVENT_LOG_1 Spark's codec wrote
+    root = legacy_dir(tmp_path)
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    writer = jvm.org.apache.spark.io.CompressionCodec.createCodec(
+        sc._conf._jconf, codec
+    )
+    stream = writer.compressedOutputStream(
+        jvm.java.io.FileOutputStream(str(root / "EVENT_LOG_1"))
+    )
+    data = b"".join(line for line in lines() if b"SparkListenerLogStart" not in line)
+    for start in range(0, len(data), 7000):  # flushed pieces, as the logger does
+        stream.write(bytearray(data[start : start + 7000]))
+        stream.flush()
+    stream.close()
+    (root / f"COMPRESSION_CODEC_{codec}").touch()
+    # WHEN it is imported THEN it is the plain log's trace
+    assert quietly(root).equals(plain)
