@@ -111,8 +111,11 @@ def import_eventlog(
     Parameters
     ----------
     path
-        An event-log file (plain, ``.zstd``, ``.lz4``, ``.snappy``, ``.lzf``;
-        ``.inprogress`` tolerated) or a rolling ``eventlog_v2_*`` directory.
+        An event-log file (plain, ``.zstd``, ``.lz4``, ``.snappy``, ``.lzf``,
+        ``.gz``; ``.inprogress`` tolerated) or a log directory: rolling
+        ``eventlog_v2_*`` (from its last ``.compact`` file on), Spark 1.x
+        (``EVENT_LOG_<n>``) or Databricks (``eventlog-*.gz`` and
+        ``eventlog``); see :mod:`sparktrail.tracer.eventlog`.
     stats
         If given, filled with what was read and built (tasks, stages, rows,
         clipped tasks, skipped lines, ...).
@@ -131,7 +134,9 @@ def import_eventlog(
     FileNotFoundError
         If ``path`` does not exist.
     EventLogError
-        If not a single event could be read.
+        If not a single event could be read, or ``path`` is a directory
+        that is no event log (:class:`~.eventlog.SeveralLogsError` if it
+        holds several: the message lists them).
 
     Warns
     -----
@@ -168,16 +173,28 @@ def import_trace(
     return Trace(frame, model.context())
 
 
-def trace_name(path: str | os.PathLike[str], app_id: str | None) -> str:
-    """File stem for the trace of a log: the app id, else the log's stem.
+def trace_name(
+    path: str | os.PathLike[str], app_id: str | None, attempt_id: str | None = None
+) -> str:
+    """File stem for the trace of a log: ``<appId>[_<attemptId>]``.
+
+    The app id is the log's (``ApplicationStart``), else the one its file
+    names carry, else the log's stem. The attempt id, when the log has one
+    (YARN, or a retried application), keeps the attempts of one
+    application apart, the way Spark names their logs.
 
     >>> trace_name("/logs/local-1.zstd", None), trace_name("x", "app-7")
     ('local-1', 'app-7')
+    >>> trace_name("/logs/application_1_0006_2.lz4", "application_1_0006", "2")
+    'application_1_0006_2'
     """
-    if app_id:
-        return app_id
-    source_id = resolve(path).app_id if Path(path).exists() else None
-    return source_id or Path(path).name.split(".")[0]
+    if not app_id:
+        try:
+            app_id = resolve(path).app_id
+        except (OSError, EventLogError):
+            app_id = None
+        app_id = app_id or Path(path).name.split(".")[0]
+    return f"{app_id}_{attempt_id}" if attempt_id else app_id
 
 
 #: A follower waits at least this many times as long as its last batch took.
@@ -246,6 +263,8 @@ def follow_eventlog(
             began = time.perf_counter()
             if reader.events_read:
                 watermark = (model.max_ms - slack_ms) * MS
+                # No attempt id: the live listener finds these files by
+                # "<appId>-*.arrow" (LiveTrace.trace_files).
                 name = name or trace_name(path, model.stats.app_id)
                 emitted = _write_batch(
                     model, False, emitted, watermark, out_dir, name, written, max_rows

@@ -1,10 +1,25 @@
 """Reading Spark event logs: files, codecs, rolling directories, JSON lines.
 
-An event log is either one file (``<appId>[.codec][.inprogress]``) or a
-rolling directory ``eventlog_v2_<appId>/`` holding
-``events_<n>_<appId>[.codec][.inprogress]`` files, read in ``n`` order, and
-an empty ``appstatus_<appId>[.inprogress]`` marker (no ``.inprogress``: the
-application has finished).
+An event log is one of:
+
+* one file, ``<appId>[_<attemptId>][.codec][.inprogress]``;
+* a rolling directory ``eventlog_v2_<appId>/`` holding
+  ``events_<n>_<appId>[.codec][.compact][.inprogress]`` files, read in ``n``
+  order from the last ``.compact`` file on (Spark's compactor folds the
+  earlier files into it, dropping the events of finished jobs), and an empty
+  ``appstatus_<appId>[.inprogress]`` marker (no ``.inprogress``: the
+  application has finished);
+* a Spark 1.x log directory ``<appId>/`` holding ``EVENT_LOG_<n>`` files,
+  an empty ``SPARK_VERSION_<version>`` marker, ``COMPRESSION_CODEC_<codec>``
+  when compressed (a short name or a codec class name) and
+  ``APPLICATION_COMPLETE`` once the application finished;
+* a Databricks log directory holding the gzipped rolled parts
+  ``eventlog-YYYY-MM-DD--HH-MM.gz`` (read in name order, which is time
+  order) and the plain ``eventlog`` being written, read last.
+
+Any other directory is refused; one that holds several event logs (a
+``spark.eventLog.dir``, the attempts of one application) says which, so the
+user can pick one.
 
 Codecs are chosen by suffix and decoded the way Spark encodes them:
 
@@ -16,8 +31,10 @@ Codecs are chosen by suffix and decoded the way Spark encodes them:
   two int32 BE version numbers, then ``[int32 BE length][raw snappy]`` blocks;
 * ``.lzf``: compress-lzf's ``LZFOutputStream`` chunks (``"ZV"``, type,
   lengths, data), decoded in pure Python (slow, and rare in practice).
+* ``.gz``: gzip members one after another (Databricks' rolled parts).
 
-Checksums of lz4 blocks are not verified.
+Checksums of lz4 blocks are not verified; a corrupt block ends the file's
+read with a warning.
 
 Bad input never stops a read: a line that is not JSON (a truncated last
 line, garbage), a JSON line that is not an event, an unknown event whose name
@@ -36,6 +53,7 @@ import os
 import re
 import struct
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +69,7 @@ __all__ = [
     "EventLogReader",
     "EventLogWarning",
     "LogSource",
+    "SeveralLogsError",
     "codec_of",
     "decompressed_chunks",
     "resolve",
@@ -63,8 +82,11 @@ MAX_LINE_WARNINGS = 20
 CHUNK_BYTES = 8 << 20
 
 INPROGRESS = ".inprogress"
+#: Suffix of a rolling log's compacted file, after the codec's.
+COMPACT = ".compact"
 CODECS = {".zstd": "zstd", ".zst": "zstd", ".lz4": "lz4", ".snappy": "snappy"}
 CODECS[".lzf"] = "lzf"
+CODECS[".gz"] = "gzip"
 
 #: Events the model reads; any other event is skipped without parsing.
 USED_EVENTS = frozenset(
@@ -88,11 +110,50 @@ _KNOWN_TASK_EVENTS = frozenset(
     {"SparkListenerTaskStart", "SparkListenerTaskEnd", "SparkListenerTaskGettingResult"}
 )
 _PREFIX = b'{"Event":"'
-_EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?(\.inprogress)?$")
+_CODEC_SUFFIX = "|".join(re.escape(suffix) for suffix in CODECS)
+_EVENTS_FILE = re.compile(
+    rf"^events_(\d+)_(.+?)({_CODEC_SUFFIX})?(\.compact)?(\.inprogress)?$"
+)
+#: Spark 1.x log directories (``FileLogger``): one event file per index.
+_LEGACY_FILE = re.compile(r"^EVENT_LOG_(\d+)$")
+LEGACY_VERSION = "SPARK_VERSION_"
+LEGACY_CODEC = "COMPRESSION_CODEC_"
+LEGACY_COMPLETE = "APPLICATION_COMPLETE"
+#: Spark 1.x named a codec by short name or class
+#: (``org.apache.spark.io.LZFCompressionCodec``); both decode as these.
+_LEGACY_CODECS = {"lz4": "lz4", "lzf": "lzf", "snappy": "snappy", "zstd": "zstd"}
+#: Databricks: the plain file being written, and its gzipped rolled parts.
+DATABRICKS_LOG = "eventlog"
+_DATABRICKS_PART = re.compile(r"^eventlog-\d{4}-\d\d-\d\d--\d\d-\d\d\.gz$")
+#: Event logs listed, at most, when refusing a folder of several.
+MAX_LISTED = 8
 
 
 class EventLogError(InputError):
     """Nothing could be read from an event log; the message names the file."""
+
+
+class SeveralLogsError(EventLogError):
+    """A directory holds several event logs rather than being one.
+
+    Attributes
+    ----------
+    logs
+        The event logs found in it, sorted by name.
+    """
+
+    def __init__(self, root: Path, logs: list[Path]) -> None:
+        self.logs = logs
+        names = [log.name for log in logs[:MAX_LISTED]]
+        more = f" and {len(logs) - MAX_LISTED} more" if len(logs) > MAX_LISTED else ""
+        if len(logs) == 1:
+            message = f"a folder holding one event log; give its path: {names[0]}"
+        else:
+            message = (
+                f"a folder holding {len(logs)} event logs, not one log; give "
+                f"the path of one: {', '.join(names)}{more}"
+            )
+        super().__init__(f"{root}: {message}")
 
 
 class EventLogWarning(UserWarning):
@@ -110,20 +171,35 @@ class LogSource:
     Attributes
     ----------
     root
-        The path given: a file or a rolling directory.
+        The path given: a file or a log directory.
     files
         Event files in reading order.
     app_id
         The application id from the file names, if they carry one.
     complete
         Whether the log says the application finished (no ``.inprogress``
-        file, or an ``appstatus`` marker without it).
+        file, an ``appstatus`` marker without it, or a Spark 1.x
+        ``APPLICATION_COMPLETE`` marker).
+    codecs
+        Codecs of files whose name does not say it (Spark 1.x logs);
+        :meth:`codec` falls back to :func:`codec_of` for the others.
+    spark_version
+        The Spark version the directory names (Spark 1.x logs), if any.
+    compacted
+        The compacted file a rolling log is read from, if any.
     """
 
     root: Path
     files: list[Path]
     app_id: str | None
     complete: bool
+    codecs: dict[Path, str | None] = field(default_factory=dict)
+    spark_version: str | None = None
+    compacted: Path | None = None
+
+    def codec(self, path: Path) -> str | None:
+        """The codec of one of :attr:`files` (``None``: plain)."""
+        return self.codecs[path] if path in self.codecs else codec_of(path)
 
 
 def codec_of(path: Path) -> str | None:
@@ -131,26 +207,30 @@ def codec_of(path: Path) -> str | None:
 
     >>> codec_of(Path("app-1.zstd.inprogress")), codec_of(Path("local-1"))
     ('zstd', None)
+    >>> codec_of(Path("events_3_app-1.lz4.compact")), codec_of(Path("x.gz"))
+    ('lz4', 'gzip')
     """
-    name = path.name.removesuffix(INPROGRESS)
+    name = path.name.removesuffix(INPROGRESS).removesuffix(COMPACT)
     return CODECS.get(os.path.splitext(name)[1])
 
 
 def _strip_name(path: Path) -> str:
-    name = path.name.removesuffix(INPROGRESS)
+    name = path.name.removesuffix(INPROGRESS).removesuffix(COMPACT)
     stem, ext = os.path.splitext(name)
     return stem if ext in CODECS else name
 
 
 def resolve(path: str | os.PathLike[str]) -> LogSource:
-    """Find the event files of a log file or rolling directory.
+    """Find the event files of a log file or log directory.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    SeveralLogsError
+        If a directory is not one log but holds event logs (it lists them).
     EventLogError
-        If a directory holds no ``events_<n>_...`` files.
+        If a directory is no event log and holds none.
     """
     root = Path(path)
     if not root.exists():
@@ -158,20 +238,127 @@ def resolve(path: str | os.PathLike[str]) -> LogSource:
     if root.is_file():
         complete = not root.name.endswith(INPROGRESS)
         return LogSource(root, [root], _strip_name(root), complete)
-    numbered: list[tuple[int, Path]] = []
+    source = _log_directory(root)
+    if source is not None:
+        return source
+    logs = _logs_in(root)
+    if logs:
+        raise SeveralLogsError(root, logs)
+    raise EventLogError(
+        f"{root}: no event log in this directory (expected a rolling log's "
+        "events_<n>_<appId> files, a Spark 1.x log's EVENT_LOG_<n>, "
+        "Databricks' eventlog and eventlog-*.gz, or event-log files)"
+    )
+
+
+def _log_directory(root: Path) -> LogSource | None:
+    """Read ``root`` as one log directory of a kind above, or ``None``."""
+    children = [c for c in root.iterdir() if c.is_file()]
+    for kind in (_rolling_log, _legacy_log, _databricks_log):
+        source = kind(root, children)
+        if source is not None:
+            return source
+    return None
+
+
+def _rolling_log(root: Path, children: list[Path]) -> LogSource | None:
+    # (index, compacted, file): a compacted file holds its index's events,
+    # so it sorts after a plain file of the same index that is not yet gone.
+    numbered: list[tuple[int, bool, Path]] = []
     app_id: str | None = None
-    for child in root.iterdir():
+    for child in children:
         match = _EVENTS_FILE.match(child.name)
-        if match and child.is_file():
-            numbered.append((int(match.group(1)), child))
+        if match:
+            numbered.append((int(match.group(1)), bool(match.group(4)), child))
             app_id = match.group(2)
     if not numbered:
-        raise EventLogError(f"{root}: no events_<n>_<appId> files in directory")
-    status = [c.name for c in root.iterdir() if c.name.startswith("appstatus_")]
+        return None
+    numbered.sort()
+    compacts = [k for k, (_, compacted, _) in enumerate(numbered) if compacted]
+    first = compacts[-1] if compacts else 0
+    status = [c.name for c in children if c.name.startswith("appstatus_")]
     complete = any(not name.endswith(INPROGRESS) for name in status)
     if app_id is None and root.name.startswith("eventlog_v2_"):
         app_id = root.name.removeprefix("eventlog_v2_")
-    return LogSource(root, [p for _, p in sorted(numbered)], app_id, complete)
+    return LogSource(
+        root,
+        [p for _, _, p in numbered[first:]],
+        app_id,
+        complete,
+        compacted=numbered[first][2] if compacts else None,
+    )
+
+
+def _legacy_codec(root: Path, names: list[str]) -> str | None:
+    given = [n.removeprefix(LEGACY_CODEC) for n in names if n.startswith(LEGACY_CODEC)]
+    if not given:
+        return None
+    name = given[0]
+    for key, codec in _LEGACY_CODECS.items():
+        if name.lower() == key or name.lower().endswith(f".{key}compressioncodec"):
+            return codec
+    raise EventLogError(
+        f"{root}: unknown compression codec {name!r} in {LEGACY_CODEC}{name} "
+        f"(expected one of {', '.join(sorted(_LEGACY_CODECS))} or its Spark class)"
+    )
+
+
+def _legacy_log(root: Path, children: list[Path]) -> LogSource | None:
+    numbered = sorted(
+        (int(match.group(1)), child)
+        for child in children
+        if (match := _LEGACY_FILE.match(child.name))
+    )
+    if not numbered:
+        return None
+    names = [c.name for c in children]
+    codec = _legacy_codec(root, names)
+    version = next(
+        (n.removeprefix(LEGACY_VERSION) for n in names if n.startswith(LEGACY_VERSION)),
+        None,
+    )
+    files = [p for _, p in numbered]
+    return LogSource(
+        root,
+        files,
+        root.name,
+        LEGACY_COMPLETE in names,
+        codecs=dict.fromkeys(files, codec),
+        spark_version=version,
+    )
+
+
+def _databricks_log(root: Path, children: list[Path]) -> LogSource | None:
+    parts = sorted(c for c in children if _DATABRICKS_PART.match(c.name))
+    current = [c for c in children if c.name == DATABRICKS_LOG]
+    if not parts and not current:
+        return None
+    # Nothing marks the application's end; the files are as complete as
+    # they will get once Databricks has delivered them.
+    return LogSource(root, parts + current, None, True)
+
+
+def _looks_like_log(path: Path) -> bool:
+    """A file that names a codec or starts like a plain event log, or a log
+    directory."""
+    if path.name.startswith("."):
+        return False
+    if path.is_dir():
+        try:
+            return _log_directory(path) is not None
+        except (EventLogError, OSError):
+            return False
+    if codec_of(path) is not None:
+        return True
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_PREFIX)) == _PREFIX
+    except OSError:
+        return False
+
+
+def _logs_in(root: Path) -> list[Path]:
+    return sorted(child for child in root.iterdir() if _looks_like_log(child))
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
@@ -281,6 +468,26 @@ def _zstd_blocks(stream: IO[bytes]) -> Iterator[bytes]:
         raise _Truncated from err
 
 
+def _gzip_blocks(stream: IO[bytes]) -> Iterator[bytes]:
+    decoder = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+    fed = False
+    while chunk := stream.read(CHUNK_BYTES):
+        while chunk:
+            fed = True
+            try:
+                data = decoder.decompress(chunk)
+            except zlib.error as err:
+                raise ValueError(f"bad gzip data ({err})") from err
+            if data:
+                yield data
+            chunk = b""
+            if decoder.eof:  # the next member, if any, follows this one
+                chunk, fed = decoder.unused_data, False
+                decoder = zlib.decompressobj(wbits=31)
+    if fed and not decoder.eof:
+        raise _Truncated
+
+
 def _plain_blocks(stream: IO[bytes]) -> Iterator[bytes]:
     while chunk := stream.read(CHUNK_BYTES):
         yield chunk
@@ -292,6 +499,7 @@ _DECODERS: dict[str | None, Callable[[IO[bytes]], Iterator[bytes]]] = {
     "lz4": _lz4_blocks,
     "snappy": _snappy_blocks,
     "lzf": _lzf_blocks,
+    "gzip": _gzip_blocks,
 }
 
 
@@ -303,12 +511,17 @@ def decompressed_chunks(
     Raises
     ------
     ValueError
-        If the stream is corrupt (not just cut short).
+        If the stream is corrupt (not just cut short); the message says what
+        was wrong.
     """
     try:
         yield from _DECODERS[codec](stream)
     except _Truncated:
         on_truncated()
+    except ValueError:
+        raise
+    except Exception as err:  # lz4 and cramjam raise their own error types
+        raise ValueError(f"corrupt {codec} data ({type(err).__name__}: {err})") from err
 
 
 @dataclass
@@ -352,6 +565,7 @@ class EventLogReader:
     _states: dict[Path, _FileState] = field(default_factory=dict)
     _warned: int = 0
     _last: tuple[Path, int] | None = None  # file and line of the last event
+    _told_compacted: bool = False
 
     def source(self) -> LogSource:
         """Resolve the log's files now (a rolling log gains files).
@@ -372,10 +586,20 @@ class EventLogReader:
     def events(self) -> Iterator[dict[str, Any]]:
         """Yield the events not returned before, in log order."""
         source = self.source()
+        if self.spark_version is None:
+            self.spark_version = source.spark_version  # a LogStart overrides it
+        if source.compacted is not None and not self._told_compacted:
+            self._told_compacted = True
+            self._warn(
+                source.compacted,
+                0,
+                "compacted by Spark: the events of jobs that had finished by "
+                "then were dropped, so their tasks are missing from the trace",
+            )
         for path in source.files:
-            yield from self._file_events(path)
+            yield from self._file_events(path, source.codec(path))
 
-    def _file_events(self, path: Path) -> Iterator[dict[str, Any]]:
+    def _file_events(self, path: Path, codec: str | None) -> Iterator[dict[str, Any]]:
         key = path.parent / path.name.removesuffix(INPROGRESS)
         state = self._states.setdefault(key, _FileState())
         try:
@@ -387,16 +611,20 @@ class EventLogReader:
             if state.bytes_read == 0 and _is_empty(stream) and not self.follow:
                 self._warn(path, 0, "empty event file")
                 return
-            yield from self._stream_events(path, stream, state)
+            yield from self._stream_events(path, stream, state, codec)
 
     def _stream_events(
-        self, path: Path, stream: IO[bytes], state: _FileState
+        self, path: Path, stream: IO[bytes], state: _FileState, codec: str | None
     ) -> Iterator[dict[str, Any]]:
-        codec = codec_of(path)
         if codec is None:
             stream.seek(state.offset)
         cut: list[bool] = []
-        chunks = decompressed_chunks(stream, codec, lambda: cut.append(True))
+        chunks = _tolerant(
+            decompressed_chunks(stream, codec, lambda: cut.append(True)),
+            lambda why: self._warn(
+                path, lineno, f"{why}; the rest of the file is skipped"
+            ),
+        )
         lineno, skip = state.lines, (0 if codec is None else state.lines)
         tail = b""
         offset = state.offset
@@ -502,6 +730,16 @@ class EventLogReader:
                 EventLogWarning,
                 stacklevel=5,
             )
+
+
+def _tolerant(
+    chunks: Iterator[bytes], on_corrupt: Callable[[str], None]
+) -> Iterator[bytes]:
+    """``chunks`` up to a corrupt block, which is reported, not raised."""
+    try:
+        yield from chunks
+    except ValueError as err:
+        on_corrupt(str(err))
 
 
 def _is_empty(stream: IO[bytes]) -> bool:

@@ -20,8 +20,10 @@ def register(subparsers: Any) -> None:
         "import",
         help="import a Spark event log as a trace",
         description=(
-            "Read a Spark event log (file or eventlog_v2_* directory; plain, "
-            "zstd, lz4, snappy or lzf) and write TRACE_DIR/<appId>.arrow."
+            "Read a Spark event log (a file; a rolling eventlog_v2_* "
+            "directory; a Spark 1.x log directory; a Databricks folder of "
+            "eventlog and eventlog-*.gz; plain, zstd, lz4, snappy, lzf or gzip) "
+            "and write TRACE_DIR/<appId>[_<attemptId>].arrow."
         ),
     )
     parser.add_argument("eventlog", type=Path, help="event-log file or directory")
@@ -48,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"{len(files)} files in {args.output}"
     else:
         trace = import_trace(args.eventlog, stats=stats)
-        target = args.output / f"{trace_name(args.eventlog, stats.app_id)}.arrow"
+        name = trace_name(args.eventlog, stats.app_id, trace.context.attempt_id)
+        target = args.output / f"{name}.arrow"
         where = str(write_trace(trace, target))
     print(f"{stats.summary()} -> {where}")
     return 0

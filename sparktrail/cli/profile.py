@@ -1,7 +1,9 @@
 """``sparktrail profile INPUT -o OUT_DIR``: a batch report of one run.
 
-INPUT is a trace (an ``*.arrow`` file, or a directory holding them) or a
-Spark event log (a file, or a rolling ``eventlog_v2_*`` directory). The
+INPUT is a trace (an ``*.arrow`` file, or a directory holding them) or one
+Spark event log (a file, or a log directory: rolling ``eventlog_v2_*``,
+Spark 1.x, Databricks); a directory holding several event logs is refused
+with their names, so the user picks one. The
 command writes ``OUT_DIR/report.html`` and ``OUT_DIR/summaries/*.parquet``
 and prints a short summary; with ``--json`` it prints the hints as a JSON
 list on stdout and everything else on stderr.
@@ -36,6 +38,7 @@ from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
+from sparktrail.tracer.eventlog import SeveralLogsError
 
 from ._options import add_output, add_window, output_for
 
@@ -92,6 +95,8 @@ def _import(path: Path) -> Trace:
             # a file that is not an event log warns once per line
             warnings.simplefilter("ignore", EventLogWarning)
             return import_trace(path, progress=False)
+    except SeveralLogsError as err:
+        raise InputError(str(err)) from err  # it lists the logs to pick from
     except EventLogError as err:
         reason = str(err).removeprefix(f"{path}: ")
         raise InputError(
@@ -118,7 +123,8 @@ def load_input(path: Path) -> tuple[Trace, str]:
         If ``path`` does not exist.
     ValueError
         If it is empty, or neither a trace nor an event log (the message
-        names the path and what was expected).
+        names the path and what was expected), or a directory of several
+        event logs (the message lists them).
     """
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory; {EXPECTED}")
