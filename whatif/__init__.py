@@ -15,7 +15,7 @@ Examples
 ...     "stage_id": [0, 0], "task_id": [0, 1], "partition": [0, 1]})
 >>> p = predict(t, SplitPartition(stage_id=0, partition=1, k=2))
 >>> p.replayed_wall_ns, p.predicted_wall_ns, p.saving_ns, p.replay_error
-(40, 25, 15, 0.0)
+(40, 30, 10, 0.0)
 """
 
 from __future__ import annotations
