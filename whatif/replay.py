@@ -38,9 +38,7 @@ Assumptions
 
 from __future__ import annotations
 
-import heapq
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +57,11 @@ from .changes import (
     SplitPartition,
     StagePartitions,
 )
+from .scheduler import launch_lags, list_schedule
 
 __all__ = ["Outcome", "Replay"]
+
+_Array = np.ndarray[Any, Any]
 
 _SLOT_PREFIX = "exec-"
 _GAP_ACTIVITIES = ("driver", "startup")
@@ -139,18 +140,21 @@ class Replay:
         ).sort("order")
         slots, executors = _capacity(trace, tasks)
         plan = _Plan.make(tasks, stages, gaps, start, end)
-        launch = tasks["launch_ns"].to_list()
-        _, _, free, release = plan.simulate(
-            tasks["duration_ns"].to_list(),
-            None,
-            None,
-            tasks["stage"].to_list(),
+        launch = _int64(tasks["launch_ns"])
+        stage = _int64(tasks["stage"])
+        free = np.empty(tasks.height, dtype=np.int64)
+        release = plan.simulate(
+            _int64(tasks["duration_ns"]),
+            stage,
+            _int64(tasks["segment"]),
             slots,
             frozenset(),
             fixed=launch,
-            segment=tasks["segment"].to_list(),
-        )
-        lag_release, lag_slot = _lags(launch, tasks["stage"].to_list(), free, release)
+            free_at=free,
+        )[2]
+        lag_release = np.empty(tasks.height, dtype=np.int64)
+        lag_slot = np.empty(tasks.height, dtype=np.int64)
+        launch_lags(launch, stage, free, release, stages.height, lag_release, lag_slot)
         tasks = tasks.with_columns(
             pl.Series("lag_release", lag_release, pl.Int64),
             pl.Series("lag_slot", lag_slot, pl.Int64),
@@ -201,17 +205,16 @@ class Replay:
             drop = frozenset(self._gaps_between(change.after_job, change.before_job))
         elif change is not None:
             raise InputError(f"not a what-if change: {change!r}")
-        wall_end, spans, _, _ = self._plan.simulate(
-            dur.tolist(),
-            lag_r.tolist(),
-            lag_s.tolist(),
-            stage.tolist(),
+        wall_end, spans, _ = self._plan.simulate(
+            _int64(dur),
+            _int64(stage),
+            _int64(segment),
             slots,
             drop,
-            segment=segment.tolist(),
+            lags=(_int64(lag_r), _int64(lag_s)),
         )
         ids = self.stages["stage_id"].to_list()
-        stage_ns = {ids[s]: e - b for s, (b, e) in enumerate(spans) if b is not None}
+        stage_ns = {ids[s]: e - b for s, (b, e) in spans.items()}
         return Outcome(wall_end - self.start_ns, stage_ns, slots, len(dur))
 
     # -- what a change names --------------------------------------------------
@@ -381,8 +384,9 @@ def _stages(tasks: pl.DataFrame) -> pl.DataFrame:
 
 def _capacity(trace: Trace, tasks: pl.DataFrame) -> tuple[int, int]:
     """Slots and executors of the traced run (DESIGN §5's slot workers)."""
+    workers = tasks["worker"].unique().to_frame()
     seen = (
-        tasks.select(
+        workers.select(
             pl.col("worker")
             .str.strip_prefix(_SLOT_PREFIX)
             .str.replace(r"/[^/]*$", "")
@@ -412,37 +416,13 @@ def _multiplier(trace: Trace) -> float:
         return _DEFAULT_MULTIPLIER
 
 
-def _lags(
-    launch: Sequence[int],
-    stage: Sequence[int],
-    free: Sequence[int],
-    release: Sequence[int],
-) -> tuple[list[int], list[int]]:
-    """Each task's launch lags after its stage's release and its slot.
-
-    A task whose slot was free by its release (and launch) only waited for
-    the driver: its lag after release is all of it. A task that waited for
-    a slot launches its slot lag after the slot freed; its release lag is
-    the driver's pace reached so far in its stage.
-    """
-    lag_release: list[int] = []
-    lag_slot: list[int] = []
-    pace: dict[int, int] = {}
-    for t, s, f in zip(launch, stage, free, strict=True):
-        r = release[s]
-        if f <= min(r, t):
-            lag_release.append(t - r)
-            lag_slot.append(0)
-            pace[s] = max(pace.get(s, t - r), t - r)
-        else:
-            lag_release.append(min(t - r, pace.get(s, 0)))
-            lag_slot.append(t - f)
-    return lag_release, lag_slot
+def _int64(values: pl.Series | _Array) -> _Array:
+    """A contiguous int64 array (what the compiled scheduler takes)."""
+    array = values.to_numpy() if isinstance(values, pl.Series) else values
+    return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def _pieces(
-    total: np.ndarray[Any, Any], k: np.ndarray[Any, Any]
-) -> np.ndarray[Any, Any]:
+def _pieces(total: _Array, k: _Array) -> _Array:
     """``total[i]`` split into ``k[i]`` integer pieces that sum to it.
 
     >>> _pieces(np.array([10, 7]), np.array([3, 1])).tolist()
@@ -462,12 +442,13 @@ class _Plan:
     start_ns: int
     #: Per segment: traced length, traced tail after its last task (None:
     #: no task), and the driver gap after it (0 for the last).
-    seg_len: list[int]
-    seg_tail: list[int | None]
-    gap_len: list[int]
+    seg_len: _Array
+    seg_tail: _Array
+    seg_has_tail: _Array
+    gap_len: _Array
     #: Stages by traced end, and per stage how many of them ended by its start.
-    by_end: list[int]
-    ended_before: list[int]
+    by_end: _Array
+    ended_before: _Array
     stage_ids: frozenset[int]
     job_spans: dict[int, tuple[int, int]]
 
@@ -486,8 +467,9 @@ class _Plan:
         seg_to = [*g_start, end]
         seg_len = [b - a for a, b in zip(seg_from, seg_to, strict=True)]
         last = dict(tasks.group_by("segment").agg(pl.col("end_ns").max()).iter_rows())
+        has_tail = [k in last for k in range(len(seg_len))]
         seg_tail = [
-            seg_to[k] - last[k] if k in last else None for k in range(len(seg_len))
+            seg_to[k] - last[k] if k in last else 0 for k in range(len(seg_len))
         ]
         gap_len = [b - a for a, b in zip(g_start, g_end, strict=True)] + [0]
         ends = stages["end_ns"].to_numpy()
@@ -503,80 +485,66 @@ class _Plan:
         job_spans = {j: (a, b) for j, a, b in jobs.iter_rows()}
         return cls(
             start,
-            seg_len,
-            seg_tail,
-            gap_len,
-            by_end.tolist(),
-            ended_before.tolist(),
+            _int64(np.array(seg_len)),
+            _int64(np.array(seg_tail)),
+            np.array(has_tail, dtype=np.bool_),
+            _int64(np.array(gap_len)),
+            _int64(by_end),
+            _int64(ended_before),
             frozenset(stages["stage_id"].to_list()),
             job_spans,
         )
 
     def simulate(
         self,
-        dur: list[int],
-        lag_release: list[int] | None,
-        lag_slot: list[int] | None,
-        stage: list[int],
+        dur: _Array,
+        stage: _Array,
+        segment: _Array,
         slots: int,
         drop: frozenset[int],
-        segment: list[int],
-        fixed: list[int] | None = None,
-    ) -> tuple[int, list[tuple[int | None, int]], list[int], list[int]]:
-        """Run the list scheduler; returns the run's end, each stage's
-        (start, end), and per task the time its slot freed and per stage
-        its release (what :func:`_lags` measures on the traced launches).
+        lags: tuple[_Array, _Array] | None = None,
+        fixed: _Array | None = None,
+        free_at: _Array | None = None,
+    ) -> tuple[int, dict[int, tuple[int, int]], _Array]:
+        """Run the list scheduler (:func:`~.scheduler.list_schedule`).
 
-        With ``fixed`` the launches are those given (the traced ones).
+        Returns the run's end, each started stage's (start, end) by dense
+        index, and each stage's release. With ``fixed`` the launches are
+        those given (the traced ones) and ``free_at`` receives the time
+        each task's slot freed (what :func:`~.scheduler.launch_lags` reads).
         """
-        n_stages = len(self.ended_before)
-        heap = [self.start_ns] * slots
-        release = [0] * n_stages
-        started = [False] * n_stages
-        s_start: list[int | None] = [None] * n_stages
-        s_end = [self.start_ns] * n_stages
-        free_at: list[int] = []
-        ended_max, ptr = self.start_ns, 0
-        seg, seg_start, seg_max = 0, self.start_ns, None
-        by_end, ended_before = self.by_end, self.ended_before
-        for i, d in enumerate(dur):
-            k = segment[i]
-            while seg < k:
-                seg_start = self._seg_end(seg, seg_start, seg_max, drop)
-                seg, seg_max = seg + 1, None
-            s = stage[i]
-            if not started[s]:
-                started[s] = True
-                while ptr < ended_before[s]:
-                    ended_max = max(ended_max, s_end[by_end[ptr]])
-                    ptr += 1
-                release[s] = max(seg_start, ended_max)
-            f = heap[0]
-            if fixed is not None:
-                launch = fixed[i]
-                free_at.append(f)
-            else:
-                assert lag_release is not None and lag_slot is not None
-                launch = max(release[s] + lag_release[i], f + lag_slot[i])
-            end = launch + d
-            heapq.heapreplace(heap, end)
-            if s_start[s] is None:
-                s_start[s] = launch
-            s_end[s] = max(s_end[s], end)
-            seg_max = end if seg_max is None else max(seg_max, end)
-        while seg < len(self.seg_len):
-            seg_start = self._seg_end(seg, seg_start, seg_max, drop)
-            seg, seg_max = seg + 1, None
-        spans = [(b, e) for b, e in zip(s_start, s_end, strict=True)]
-        return seg_start, spans, free_at, release
-
-    def _seg_end(
-        self, seg: int, start: int, last_end: int | None, drop: frozenset[int]
-    ) -> int:
-        """When segment ``seg`` (and the driver gap after it) ends."""
-        tail = self.seg_tail[seg]
-        if last_end is None or tail is None:
-            end = start + self.seg_len[seg]
-        else:
-            end = max(start, last_end + tail)
-        return end if seg in drop else end + self.gap_len[seg]
+        n_stages = self.ended_before.size
+        empty = np.empty(0, dtype=np.int64)
+        lag_release, lag_slot = lags if lags is not None else (empty, empty)
+        s_start = np.zeros(n_stages, dtype=np.int64)
+        s_end = np.zeros(n_stages, dtype=np.int64)
+        started = np.zeros(n_stages, dtype=np.bool_)
+        release = np.zeros(n_stages, dtype=np.int64)
+        dropped = np.zeros(self.seg_len.size, dtype=np.bool_)
+        dropped[sorted(drop)] = True
+        end = list_schedule(
+            dur,
+            lag_release,
+            lag_slot,
+            stage,
+            segment,
+            fixed if fixed is not None else empty,
+            slots,
+            self.start_ns,
+            self.seg_len,
+            self.seg_tail,
+            self.seg_has_tail,
+            self.gap_len,
+            dropped,
+            self.by_end,
+            self.ended_before,
+            s_start,
+            s_end,
+            started,
+            free_at if free_at is not None else np.empty(dur.size, dtype=np.int64),
+            release,
+        )
+        spans = {
+            int(s): (int(s_start[s]), int(s_end[s])) for s in np.flatnonzero(started)
+        }
+        return int(end), spans, release

@@ -12,6 +12,7 @@ MODULES = (
     "sparktrail.whatif",
     "sparktrail.whatif.changes",
     "sparktrail.whatif.replay",
+    "sparktrail.whatif.scheduler",
     "sparktrail.cli.whatif",
 )
 
