@@ -43,8 +43,9 @@ def _at_least(change: object, name: str, value: int, low: int) -> None:
 class SplitPartition:
     """Split partition ``partition`` of stage ``stage_id`` into ``k`` tasks.
 
-    Each piece takes ``1/k`` of the task's duration (and of its records)
-    and keeps its launch lags; every attempt of the partition is split.
+    Each piece takes ``1/k`` of the task's duration (its records would be
+    split the same way; they are not part of the time model) and keeps its
+    launch lags; every attempt of the partition is split.
     """
 
     stage_id: int
@@ -62,7 +63,8 @@ class SpeculateTask:
     The task then ends at ``min(own end, launch + delay + median)``.
     ``delay_ns`` is when the copy starts after the task's launch; ``None``
     takes Spark's threshold: ``spark.speculation.multiplier`` (default 1.5)
-    times the median, at least 100 ms.
+    times the median, at least 100 ms. The copy is assumed to find a free
+    slot (its own slot use is not replayed).
     """
 
     task_id: int

@@ -96,9 +96,10 @@ class Replay:
     (30, 20)
     """
 
-    #: One row per task in traced launch order: task_id, stage_id,
-    #: partition, stage (dense index), segment, launch_ns, end_ns,
-    #: duration_ns, overhead_ns, lag_release, lag_slot.
+    #: One row per task in traced launch order: task_id, worker, stage_id,
+    #: partition, job_id, launch_ns, end_ns, overhead_ns (its scheduling
+    #: and deserialization time), duration_ns, segment, stage (dense
+    #: index), lag_release, lag_slot.
     tasks: pl.DataFrame
     #: One row per stage (dense index order): stage_id, start_ns, end_ns.
     stages: pl.DataFrame
