@@ -12,6 +12,7 @@ STAGES = {
     "sparktrail": "sparktrail",
     "tracer": "sparktrail.tracer",
     "pag": "sparktrail.pag",
+    "whatif": "sparktrail.whatif",
     "summaries": "sparktrail.summaries",
     "engines": "sparktrail.engines",
     "dashboard": "sparktrail.dashboard",

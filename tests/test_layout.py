@@ -15,9 +15,10 @@ from tests.paths import ROOT
 ALLOWED = {
     "pag": set(),
     "tracer": {"pag"},
-    "summaries": {"pag"},
-    "engines": {"pag", "summaries"},
-    "dashboard": {"pag", "summaries", "engines"},
+    "whatif": {"pag"},
+    "summaries": {"pag", "whatif"},
+    "engines": {"pag", "summaries", "whatif"},
+    "dashboard": {"pag", "summaries", "engines", "whatif"},
 }
 STAGES = tuple(ALLOWED)
 

@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "profile": "profile",
     "live": "live",
     "serve": "serve",
+    "whatif": "whatif",
 }
 
 

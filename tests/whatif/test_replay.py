@@ -1,0 +1,137 @@
+"""The unchanged replay reproduces the traced run; bad names are refused."""
+
+from __future__ import annotations
+
+import heapq
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparktrail.errors import InputError
+from sparktrail.tracer import import_trace
+from sparktrail.whatif import (
+    DropDriverGap,
+    DropDriverGaps,
+    Replay,
+    SpeculateTask,
+    SplitPartition,
+    StagePartitions,
+    predict,
+)
+from tests.paths import SHARED_LOG
+
+from .builders import GAPS, TWO_SLOTS, trace_of
+
+_stage = st.tuples(
+    st.lists(st.integers(0, 50), min_size=1, max_size=8),  # task durations
+    st.lists(st.integers(0, 5), min_size=8, max_size=8),  # launch lags
+    st.integers(0, 20),  # the stage's start after the previous one's end
+    st.booleans(),  # a driver gap before it
+    st.booleans(),  # overlaps the previous stage instead
+)
+
+
+def _greedy_run(slots: int, stages: list) -> tuple[list, list, int]:
+    """Schedule ``stages`` greedily on ``slots`` (free slot that frees first)."""
+    free = [(0, k) for k in range(slots)]
+    tasks, driver = [], []
+    now, task_id, prev_start = 0, 0, 0
+    for s, (durations, lags, after, gap, overlap) in enumerate(stages):
+        if overlap:
+            release = prev_start + after
+        else:
+            release = now + after
+            if gap:
+                driver.append((now, now + after + 1, "driver"))
+                release = now + after + 1
+        prev_start = release
+        for part, (d, lag) in enumerate(zip(durations, lags, strict=False)):
+            t_free, slot = heapq.heappop(free)
+            launch = max(release, t_free) + lag
+            heapq.heappush(free, (launch + d, slot))
+            tasks.append((f"exec-1/{slot}", s, task_id, part, launch, launch + d))
+            task_id += 1
+        now = max(now, *(t[5] for t in tasks))
+    return tasks, driver, now
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.lists(_stage, min_size=1, max_size=6))
+def test_random_greedy_runs_replay_exactly(slots, stages):
+    # GIVEN random stages of random tasks scheduled greedily on k slots
+    tasks, driver, _ = _greedy_run(slots, stages)
+    trace = trace_of(tasks, driver)
+    frame = trace.frame
+    traced = frame["end_ns"].max() - frame["start_ns"].min()
+    # WHEN the trace is replayed unchanged
+    outcome = Replay.of(trace).run()
+    # THEN the wall time and every stage's span are the traced ones
+    assert outcome.wall_ns == traced
+    spans = {}
+    for _, s, _, _, launch, end in tasks:
+        a, b = spans.get(s, (launch, end))
+        spans[s] = (min(a, launch), max(b, end))
+    assert outcome.stage_ns == {s: b - a for s, (a, b) in spans.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4), st.lists(_stage, min_size=1, max_size=6))
+def test_splitting_a_task_in_one_or_speculating_late_changes_nothing(slots, stages):
+    tasks, driver, _ = _greedy_run(slots, stages)
+    replay = Replay.of(trace_of(tasks, driver))
+    _, s, task_id, part, launch, end = tasks[-1]
+    base = replay.run().wall_ns
+    assert replay.run(SplitPartition(int(s), int(part), 1)).wall_ns == base
+    late = SpeculateTask(int(task_id), delay_ns=int(end) - int(launch))
+    assert replay.run(late).wall_ns == base
+
+
+def test_the_shared_log_replays_within_ten_percent():
+    # GIVEN the shared Spark log
+    replay = Replay.of(import_trace(SHARED_LOG, progress=False))
+    # WHEN it is replayed unchanged
+    wall = replay.run().wall_ns
+    # THEN its error against the traced wall time is at most 10%
+    assert abs(wall / replay.traced_wall_ns - 1) <= 0.10
+    assert replay.executors == 1 and replay.slots == 4  # local[*] on 4 cores
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (SplitPartition(9, 0, 2), "stage 9 is not in the trace"),
+        (SplitPartition(0, 7, 2), "stage 0 has no partition 7"),
+        (StagePartitions(4, 2), "stage 4 is not in the trace"),
+        (SpeculateTask(99), "task 99 is not in the trace"),
+        (DropDriverGap(3), "no driver gap starts at 3 ns"),
+        (DropDriverGaps(0, 5), "job 5 is not in the trace"),
+    ],
+)
+def test_changes_that_name_nothing_in_the_trace_are_refused(change, named):
+    trace = GAPS if isinstance(change, DropDriverGap | DropDriverGaps) else TWO_SLOTS
+    with pytest.raises(InputError, match=named):
+        predict(trace, change)
+
+
+def test_the_startup_is_not_a_driver_gap_to_drop():
+    with pytest.raises(InputError, match="no driver gap starts at 0 ns"):
+        predict(GAPS, DropDriverGap(0))
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: SplitPartition(0, 1, 0), "k must be at least 1, not 0"),
+        (lambda: StagePartitions(0, -2), "n must be at least 1, not -2"),
+        (lambda: SpeculateTask(0, delay_ns=-1), "delay_ns must be at least 0"),
+    ],
+)
+def test_bad_change_values_are_refused_by_name(make, named):
+    with pytest.raises(InputError, match=named):
+        make()
+
+
+def test_an_empty_trace_is_refused():
+    with pytest.raises(InputError, match="needs a trace with rows"):
+        Replay.of(trace_of([]))

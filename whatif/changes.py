@@ -1,0 +1,129 @@
+"""The one change a what-if replay applies (DESIGN §9).
+
+Each change is a frozen dataclass; its fields are checked when it is made
+(a count below 1 is refused with an :class:`~sparktrail.errors.InputError`
+naming the value). Whether the stage, partition, task or driver gap it
+names exists is checked by :meth:`~sparktrail.whatif.replay.Replay.run`,
+against the trace.
+
+Examples
+--------
+>>> SplitPartition(stage_id=3, partition=7, k=2)
+SplitPartition(stage_id=3, partition=7, k=2)
+>>> Executors(0)
+Traceback (most recent call last):
+...
+sparktrail.errors.InputError: Executors: count must be at least 1, not 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparktrail.errors import InputError
+
+__all__ = [
+    "Change",
+    "DropDriverGap",
+    "DropDriverGaps",
+    "Executors",
+    "SpeculateTask",
+    "SplitPartition",
+    "StagePartitions",
+]
+
+
+def _at_least(change: object, name: str, value: int, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        kind = type(change).__name__
+        raise InputError(f"{kind}: {name} must be at least {low}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class SplitPartition:
+    """Split partition ``partition`` of stage ``stage_id`` into ``k`` tasks.
+
+    Each piece takes ``1/k`` of the task's duration (its records would be
+    split the same way; they are not part of the time model) and keeps its
+    launch lags; every attempt of the partition is split.
+    """
+
+    stage_id: int
+    partition: int
+    k: int
+
+    def __post_init__(self) -> None:
+        _at_least(self, "k", self.k, 1)
+
+
+@dataclass(frozen=True)
+class SpeculateTask:
+    """A speculative copy of task ``task_id`` at its stage's median duration.
+
+    The task then ends at ``min(own end, launch + delay + median)``.
+    ``delay_ns`` is when the copy starts after the task's launch; ``None``
+    takes Spark's threshold: ``spark.speculation.multiplier`` (default 1.5)
+    times the median, at least 100 ms. The copy is assumed to find a free
+    slot (its own slot use is not replayed).
+    """
+
+    task_id: int
+    delay_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.delay_ns is not None:
+            _at_least(self, "delay_ns", self.delay_ns, 0)
+
+
+@dataclass(frozen=True)
+class Executors:
+    """Run with ``count`` executors, each with the traced cores per executor."""
+
+    count: int
+
+    def __post_init__(self) -> None:
+        _at_least(self, "count", self.count, 1)
+
+
+@dataclass(frozen=True)
+class StagePartitions:
+    """Run stage ``stage_id`` as ``n`` equal tasks.
+
+    The stage's task time, less a fixed per-task overhead (the stage's
+    median scheduling + deserialization time), is divided into ``n`` equal
+    parts; each new task takes one part plus the overhead.
+    """
+
+    stage_id: int
+    n: int
+
+    def __post_init__(self) -> None:
+        _at_least(self, "n", self.n, 1)
+
+
+@dataclass(frozen=True)
+class DropDriverGap:
+    """Remove the ``driver`` interval of the driver timeline starting at
+    ``start_ns`` (user code between jobs)."""
+
+    start_ns: int
+
+
+@dataclass(frozen=True)
+class DropDriverGaps:
+    """Remove every ``driver`` interval between the end of job
+    ``after_job`` and the start of job ``before_job``."""
+
+    after_job: int
+    before_job: int
+
+
+#: Any one change.
+Change = (
+    SplitPartition
+    | SpeculateTask
+    | Executors
+    | StagePartitions
+    | DropDriverGap
+    | DropDriverGaps
+)

@@ -1,0 +1,551 @@
+"""Replay a trace's tasks on its slots and driver gaps (DESIGN §9).
+
+A list scheduler in the spirit of sparklens' completion estimator, run over
+the trace instead of per stage:
+
+* The run is the driver timeline's sequence of *segments* (where jobs run)
+  and *driver gaps* (driver rows of activity ``driver`` or ``startup``),
+  one after the other.
+* A task is the rows of one ``task_id`` on an ``exec-<id>/<slot>`` worker:
+  it occupies a slot from its launch (first row) to its end (last row).
+* Tasks are taken in traced launch order and each is put on the slot of
+  the pool that frees first. A stage is *released* when its segment has
+  started and every stage that had ended (in the trace) before its first
+  launch has ended in the replay.
+* Each task keeps two launch lags measured on the trace: ``lag_release``
+  after its stage's release (the driver's pace of launching) and
+  ``lag_slot`` after its slot frees (when it waited for a slot). It
+  launches at ``max(release + lag_release, slot free + lag_slot)``.
+* A segment ends its traced tail after its last task ends; a driver gap
+  keeps its traced length.
+
+The lags are measured by running the same scheduler with the traced
+launches, so the unchanged replay reproduces the traced wall time (its
+error, reported by :func:`~sparktrail.whatif.predict`, is 0 unless the
+trace holds more concurrent tasks than slots). What a change does to the
+wall time follows from the lags and the slot pool.
+
+Assumptions
+-----------
+* The pool has one slot per core of every executor (cores from the trace's
+  context, at least the slots seen in the trace); a change of executor
+  count scales it.
+* Dependencies between stages are approximated by traced time order, as
+  stated above; failed, killed and speculative attempts are replayed as
+  traced.
+* Records are not part of the time model.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sparktrail.errors import InputError
+from sparktrail.pag.trace import Trace, TraceLike, load_trace
+
+from .changes import (
+    Change,
+    DropDriverGap,
+    DropDriverGaps,
+    Executors,
+    SpeculateTask,
+    SplitPartition,
+    StagePartitions,
+)
+from .scheduler import launch_lags, list_schedule
+
+__all__ = ["Outcome", "Replay"]
+
+_Array = np.ndarray[Any, Any]
+
+_SLOT_PREFIX = "exec-"
+_GAP_ACTIVITIES = ("driver", "startup")
+_OVERHEAD_ACTIVITIES = ("scheduling", "deserialization")
+_MIN_SPECULATION_NS = 100_000_000
+_DEFAULT_MULTIPLIER = 1.5
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One replay: the run's wall time and each stage's (first launch to last
+    end), in ns, with the slot count it ran on."""
+
+    wall_ns: int
+    stage_ns: dict[int, int]
+    slots: int
+    tasks: int
+
+
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """The task / slot / driver-gap model of a trace; make one with :meth:`of`.
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-1/0"],
+    ...     "dst_worker": ["exec-1/0", "exec-1/0"], "start_ns": [0, 10],
+    ...     "end_ns": [10, 30], "activity": ["processing"] * 2,
+    ...     "stage_id": [0, 0], "task_id": [0, 1], "partition": [0, 1]})
+    >>> r = Replay.of(t)
+    >>> r.run().wall_ns, r.run(Executors(2)).wall_ns
+    (30, 20)
+    """
+
+    #: One row per task in traced launch order: task_id, worker, stage_id,
+    #: partition, job_id, launch_ns, end_ns, overhead_ns (its scheduling
+    #: and deserialization time), duration_ns, segment, stage (dense
+    #: index), lag_release, lag_slot.
+    tasks: pl.DataFrame
+    #: One row per stage (dense index order): stage_id, start_ns, end_ns.
+    stages: pl.DataFrame
+    #: The driver gaps in time order: start_ns, end_ns, activity.
+    gaps: pl.DataFrame
+    start_ns: int
+    end_ns: int
+    #: Slots of the traced run and executors they belong to.
+    slots: int
+    executors: int
+    speculation_multiplier: float = _DEFAULT_MULTIPLIER
+    _plan: _Plan = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def traced_wall_ns(self) -> int:
+        """The trace's extent: last end minus first start."""
+        return self.end_ns - self.start_ns
+
+    @classmethod
+    def of(cls, trace: TraceLike) -> Replay:
+        """Build the replay model of ``trace`` (O(tasks log tasks)).
+
+        Raises
+        ------
+        InputError
+            If the trace has no rows.
+        """
+        trace = load_trace(trace)
+        frame = trace.frame
+        if frame.is_empty():
+            raise InputError("a what-if replay needs a trace with rows")
+        start = int(frame["start_ns"].min())  # type: ignore[arg-type]
+        end = int(frame.select(pl.max_horizontal("start_ns", "end_ns").max()).item())
+        gaps = _gaps(frame)
+        tasks = _tasks(frame, gaps)
+        stages = _stages(tasks)
+        tasks = tasks.join(
+            stages.select("stage_id", "stage"), on="stage_id", how="left"
+        ).sort("order")
+        slots, executors = _capacity(trace, tasks)
+        plan = _Plan.make(tasks, stages, gaps, start, end)
+        launch = _int64(tasks["launch_ns"])
+        stage = _int64(tasks["stage"])
+        free = np.empty(tasks.height, dtype=np.int64)
+        release = plan.simulate(
+            _int64(tasks["duration_ns"]),
+            stage,
+            _int64(tasks["segment"]),
+            slots,
+            frozenset(),
+            fixed=launch,
+            free_at=free,
+        )[2]
+        lag_release = np.empty(tasks.height, dtype=np.int64)
+        lag_slot = np.empty(tasks.height, dtype=np.int64)
+        launch_lags(launch, stage, free, release, stages.height, lag_release, lag_slot)
+        tasks = tasks.with_columns(
+            pl.Series("lag_release", lag_release, pl.Int64),
+            pl.Series("lag_slot", lag_slot, pl.Int64),
+        ).drop("order")
+        multiplier = _multiplier(trace)
+        return cls(tasks, stages, gaps, start, end, slots, executors, multiplier, plan)
+
+    # -- running --------------------------------------------------------------
+
+    def run(self, change: Change | None = None) -> Outcome:
+        """Replay the run, after ``change`` if one is given.
+
+        Raises
+        ------
+        InputError
+            If the change names a stage, partition, task, job or driver gap
+            the trace does not hold.
+        """
+        t = self.tasks
+        dur = t["duration_ns"].to_numpy().copy()
+        lag_r = t["lag_release"].to_numpy()
+        lag_s = t["lag_slot"].to_numpy()
+        stage = t["stage"].to_numpy()
+        segment = t["segment"].to_numpy()
+        slots, drop = self.slots, frozenset[int]()
+        if isinstance(change, SplitPartition):
+            rows = self._partition_rows(change.stage_id, change.partition)
+            repeat = np.ones(t.height, dtype=np.int64)
+            repeat[rows] = change.k
+            pieces = _pieces(dur, repeat)
+            dur, lag_r, lag_s, stage, segment = (
+                pieces,
+                *(np.repeat(a, repeat) for a in (lag_r, lag_s, stage, segment)),
+            )
+        elif isinstance(change, SpeculateTask):
+            row = self._task_row(change.task_id)
+            median, delay = self._speculation(row, change.delay_ns)
+            dur[row] = min(int(dur[row]), delay + median)
+        elif isinstance(change, Executors):
+            slots = max(1, round(self.slots * change.count / self.executors))
+        elif isinstance(change, StagePartitions):
+            dur, lag_r, lag_s, stage, segment = self._repartition(
+                change, dur, lag_r, lag_s, stage, segment
+            )
+        elif isinstance(change, DropDriverGap):
+            drop = frozenset([self._gap_at(change.start_ns)])
+        elif isinstance(change, DropDriverGaps):
+            drop = frozenset(self._gaps_between(change.after_job, change.before_job))
+        elif change is not None:
+            raise InputError(f"not a what-if change: {change!r}")
+        wall_end, spans, _ = self._plan.simulate(
+            _int64(dur),
+            _int64(stage),
+            _int64(segment),
+            slots,
+            drop,
+            lags=(_int64(lag_r), _int64(lag_s)),
+        )
+        ids = self.stages["stage_id"].to_list()
+        stage_ns = {ids[s]: e - b for s, (b, e) in spans.items()}
+        return Outcome(wall_end - self.start_ns, stage_ns, slots, len(dur))
+
+    # -- what a change names --------------------------------------------------
+
+    def stage_of_task(self, task_id: int) -> int:
+        """The stage id of task ``task_id`` (InputError if there is none)."""
+        return int(self.tasks["stage_id"][self._task_row(task_id)])
+
+    def _check_stage(self, stage_id: int) -> None:
+        if stage_id not in self._plan.stage_ids:
+            known = ", ".join(str(s) for s in sorted(self._plan.stage_ids)[:20])
+            raise InputError(
+                f"stage {stage_id} is not in the trace (its stages: {known or 'none'})"
+            )
+
+    def _partition_rows(self, stage_id: int, partition: int) -> np.ndarray[Any, Any]:
+        self._check_stage(stage_id)
+        t = self.tasks
+        mask = ((t["stage_id"] == stage_id) & (t["partition"] == partition)).to_numpy()
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            parts = (
+                t.filter(pl.col("stage_id") == stage_id)["partition"]
+                .drop_nulls()
+                .to_list()
+            )
+            span = f"{min(parts)}-{max(parts)}" if parts else "none"
+            raise InputError(
+                f"stage {stage_id} has no partition {partition} "
+                f"(its partitions: {span})"
+            )
+        return rows
+
+    def _task_row(self, task_id: int) -> int:
+        rows = np.flatnonzero((self.tasks["task_id"] == task_id).to_numpy())
+        if rows.size == 0:
+            raise InputError(f"task {task_id} is not in the trace")
+        return int(rows[0])
+
+    def _speculation(self, row: int, delay_ns: int | None) -> tuple[int, int]:
+        s = self.tasks["stage"][row]
+        durations = self.tasks.filter(pl.col("stage") == s)["duration_ns"].to_list()
+        median = int(statistics.median(durations))
+        if delay_ns is None:
+            delay_ns = max(
+                round(self.speculation_multiplier * median), _MIN_SPECULATION_NS
+            )
+        return median, delay_ns
+
+    def _repartition(
+        self,
+        change: StagePartitions,
+        dur: np.ndarray[Any, Any],
+        *arrays: np.ndarray[Any, Any],
+    ) -> tuple[np.ndarray[Any, Any], ...]:
+        self._check_stage(change.stage_id)
+        t = self.tasks
+        rows = np.flatnonzero((t["stage_id"] == change.stage_id).to_numpy())
+        overhead = int(statistics.median(t["overhead_ns"].gather(rows).to_list()))
+        work = int(np.maximum(dur[rows] - overhead, 0).sum())
+        n = change.n
+        new_dur = _pieces(np.array([work]), np.array([n])) + overhead
+        # Task j keeps the launch lags of the stage's j-th traced task.
+        rank = rows[np.minimum(np.arange(n), rows.size - 1)]
+        keep = np.ones(t.height, dtype=bool)
+        keep[rows] = False
+        # The new tasks take the place (and segment) of the stage's first.
+        at = int(rows[0])
+        first = np.full(n, at)
+        lag_r, lag_s, stage, segment = arrays
+        return (
+            np.insert(dur[keep], at, new_dur),
+            np.insert(lag_r[keep], at, lag_r[rank]),
+            np.insert(lag_s[keep], at, lag_s[rank]),
+            np.insert(stage[keep], at, stage[first]),
+            np.insert(segment[keep], at, segment[first]),
+        )
+
+    def _gap_at(self, start_ns: int) -> int:
+        g = self.gaps
+        rows = np.flatnonzero(
+            ((g["start_ns"] == start_ns) & (g["activity"] == "driver")).to_numpy()
+        )
+        if rows.size == 0:
+            raise InputError(
+                f"no driver gap starts at {start_ns} ns "
+                f"({(g['activity'] == 'driver').sum()} driver gaps in the trace)"
+            )
+        return int(rows[0])
+
+    def _gaps_between(self, after_job: int, before_job: int) -> list[int]:
+        jobs = self._plan.job_spans
+        for job in (after_job, before_job):
+            if job not in jobs:
+                known = ", ".join(str(j) for j in sorted(jobs)[:20])
+                raise InputError(
+                    f"job {job} is not in the trace (its jobs: {known or 'none'})"
+                )
+        lo, hi = jobs[after_job][1], jobs[before_job][0]
+        g = self.gaps
+        mask = (g["activity"] == "driver") & (g["start_ns"] >= lo) & (g["end_ns"] <= hi)
+        return np.flatnonzero(mask.to_numpy()).tolist()
+
+
+# -- building the model ---------------------------------------------------------
+
+
+def _gaps(frame: pl.DataFrame) -> pl.DataFrame:
+    return (
+        frame.filter(
+            (pl.col("src_worker") == "driver")
+            & (pl.col("dst_worker") == "driver")
+            & pl.col("activity").is_in(_GAP_ACTIVITIES)
+            & (pl.col("end_ns") > pl.col("start_ns"))
+        )
+        .select("start_ns", "end_ns", "activity")
+        .sort("start_ns")
+    )
+
+
+def _tasks(frame: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
+    local = frame.filter(
+        pl.col("task_id").is_not_null()
+        & (pl.col("src_worker") == pl.col("dst_worker"))
+        & pl.col("src_worker").str.starts_with(_SLOT_PREFIX)
+    )
+    overhead = pl.col("activity").is_in(_OVERHEAD_ACTIVITIES)
+    tasks = (
+        local.group_by("task_id")
+        .agg(
+            pl.col("src_worker").first().alias("worker"),
+            pl.col("stage_id").drop_nulls().first().fill_null(-1),
+            pl.col("partition").drop_nulls().first(),
+            pl.col("job_id").drop_nulls().first(),
+            pl.col("start_ns").min().alias("launch_ns"),
+            pl.col("end_ns").max(),
+            (pl.col("end_ns") - pl.col("start_ns"))
+            .filter(overhead)
+            .sum()
+            .alias("overhead_ns"),
+        )
+        .with_columns((pl.col("end_ns") - pl.col("launch_ns")).alias("duration_ns"))
+        .sort("launch_ns", "end_ns", "task_id")
+        .with_row_index("order")
+    )
+    # Segment k runs between driver gap k-1 and gap k: count the gaps that
+    # start before the launch.
+    starts = gaps["start_ns"].to_numpy()
+    segment = np.searchsorted(starts, tasks["launch_ns"].to_numpy(), side="left")
+    return tasks.with_columns(pl.Series("segment", segment, pl.Int64))
+
+
+def _stages(tasks: pl.DataFrame) -> pl.DataFrame:
+    return (
+        tasks.group_by("stage_id")
+        .agg(
+            pl.col("launch_ns").min().alias("start_ns"),
+            pl.col("end_ns").max(),
+            pl.col("order").min().alias("first"),
+        )
+        .sort("first")
+        .with_row_index("stage")
+        .with_columns(pl.col("stage").cast(pl.Int64))
+        .drop("first")
+    )
+
+
+def _capacity(trace: Trace, tasks: pl.DataFrame) -> tuple[int, int]:
+    """Slots and executors of the traced run (DESIGN §5's slot workers)."""
+    workers = tasks["worker"].unique().to_frame()
+    seen = (
+        workers.select(
+            pl.col("worker")
+            .str.strip_prefix(_SLOT_PREFIX)
+            .str.replace(r"/[^/]*$", "")
+            .alias("executor"),
+            "worker",
+        )
+        .group_by("executor")
+        .agg(pl.col("worker").n_unique())
+    )
+    slots = dict(zip(seen["executor"].to_list(), seen["worker"].to_list(), strict=True))
+    context = trace.context
+    for life in context.executors:
+        if life.executor_id == "driver" and not context.is_local:
+            continue
+        slots[life.executor_id] = max(slots.get(life.executor_id, 0), life.cores or 0)
+    slots = {e: n for e, n in slots.items() if n > 0}
+    if not slots:
+        return 1, 1
+    return sum(slots.values()), len(slots)
+
+
+def _multiplier(trace: Trace) -> float:
+    value = trace.context.setting("spark.speculation.multiplier")
+    try:
+        return float(value) if value is not None else _DEFAULT_MULTIPLIER
+    except ValueError:
+        return _DEFAULT_MULTIPLIER
+
+
+def _int64(values: pl.Series | _Array) -> _Array:
+    """A contiguous int64 array (what the compiled scheduler takes)."""
+    array = values.to_numpy() if isinstance(values, pl.Series) else values
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _pieces(total: _Array, k: _Array) -> _Array:
+    """``total[i]`` split into ``k[i]`` integer pieces that sum to it.
+
+    >>> _pieces(np.array([10, 7]), np.array([3, 1])).tolist()
+    [3, 3, 4, 7]
+    """
+    owner = np.repeat(np.arange(total.size), k)
+    first = np.repeat(np.cumsum(k) - k, k)
+    j = np.arange(owner.size) - first
+    kk, tt = k[owner], total[owner]
+    return np.asarray((tt * (j + 1)) // kk - (tt * j) // kk, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """The fixed structure the scheduler walks: segments, stage order."""
+
+    start_ns: int
+    #: Per segment: traced length, traced tail after its last task (None:
+    #: no task), and the driver gap after it (0 for the last).
+    seg_len: _Array
+    seg_tail: _Array
+    seg_has_tail: _Array
+    gap_len: _Array
+    #: Stages by traced end, and per stage how many of them ended by its start.
+    by_end: _Array
+    ended_before: _Array
+    stage_ids: frozenset[int]
+    job_spans: dict[int, tuple[int, int]]
+
+    @classmethod
+    def make(
+        cls,
+        tasks: pl.DataFrame,
+        stages: pl.DataFrame,
+        gaps: pl.DataFrame,
+        start: int,
+        end: int,
+    ) -> _Plan:
+        g_start = gaps["start_ns"].to_list()
+        g_end = gaps["end_ns"].to_list()
+        seg_from = [start, *g_end]
+        seg_to = [*g_start, end]
+        seg_len = [b - a for a, b in zip(seg_from, seg_to, strict=True)]
+        last = dict(tasks.group_by("segment").agg(pl.col("end_ns").max()).iter_rows())
+        has_tail = [k in last for k in range(len(seg_len))]
+        seg_tail = [
+            seg_to[k] - last[k] if k in last else 0 for k in range(len(seg_len))
+        ]
+        gap_len = [b - a for a, b in zip(g_start, g_end, strict=True)] + [0]
+        ends = stages["end_ns"].to_numpy()
+        by_end = np.argsort(ends, kind="stable")
+        ended_before = np.searchsorted(
+            ends[by_end], stages["start_ns"].to_numpy(), side="right"
+        )
+        jobs = (
+            tasks.drop_nulls("job_id")
+            .group_by("job_id")
+            .agg(pl.col("launch_ns").min(), pl.col("end_ns").max())
+        )
+        job_spans = {j: (a, b) for j, a, b in jobs.iter_rows()}
+        return cls(
+            start,
+            _int64(np.array(seg_len)),
+            _int64(np.array(seg_tail)),
+            np.array(has_tail, dtype=np.bool_),
+            _int64(np.array(gap_len)),
+            _int64(by_end),
+            _int64(ended_before),
+            frozenset(stages["stage_id"].to_list()),
+            job_spans,
+        )
+
+    def simulate(
+        self,
+        dur: _Array,
+        stage: _Array,
+        segment: _Array,
+        slots: int,
+        drop: frozenset[int],
+        lags: tuple[_Array, _Array] | None = None,
+        fixed: _Array | None = None,
+        free_at: _Array | None = None,
+    ) -> tuple[int, dict[int, tuple[int, int]], _Array]:
+        """Run the list scheduler (:func:`~.scheduler.list_schedule`).
+
+        Returns the run's end, each started stage's (start, end) by dense
+        index, and each stage's release. With ``fixed`` the launches are
+        those given (the traced ones) and ``free_at`` receives the time
+        each task's slot freed (what :func:`~.scheduler.launch_lags` reads).
+        """
+        n_stages = self.ended_before.size
+        empty = np.empty(0, dtype=np.int64)
+        lag_release, lag_slot = lags if lags is not None else (empty, empty)
+        s_start = np.zeros(n_stages, dtype=np.int64)
+        s_end = np.zeros(n_stages, dtype=np.int64)
+        started = np.zeros(n_stages, dtype=np.bool_)
+        release = np.zeros(n_stages, dtype=np.int64)
+        dropped = np.zeros(self.seg_len.size, dtype=np.bool_)
+        dropped[sorted(drop)] = True
+        end = list_schedule(
+            dur,
+            lag_release,
+            lag_slot,
+            stage,
+            segment,
+            fixed if fixed is not None else empty,
+            slots,
+            self.start_ns,
+            self.seg_len,
+            self.seg_tail,
+            self.seg_has_tail,
+            self.gap_len,
+            dropped,
+            self.by_end,
+            self.ended_before,
+            s_start,
+            s_end,
+            started,
+            free_at if free_at is not None else np.empty(dur.size, dtype=np.int64),
+            release,
+        )
+        spans = {
+            int(s): (int(s_start[s]), int(s_end[s])) for s in np.flatnonzero(started)
+        }
+        return int(end), spans, release
