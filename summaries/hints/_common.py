@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext
+from sparktrail.pag.trace import Trace
+from sparktrail.whatif.replay import Replay
 
 from .._table import executor_of
 from ..frames import HINTS
@@ -119,8 +123,9 @@ class Hint:
     predicted_saving_ns: float | None = None
     saving_share: float | None = None
     occurrences: int = 1
-    #: The :mod:`~sparktrail.whatif` change the action makes, replayed to
-    #: predict the saving (``None``: the rule's own estimate stands).
+    #: The :mod:`~sparktrail.whatif` change the action makes (or a tuple
+    #: of changes whose savings add up), replayed to predict the saving
+    #: (``None``: the rule's own estimate stands).
     change: Any = field(default=None, compare=False)
 
     def with_saving(self, saving_ns: float | None, wall_ns: float) -> Hint:
@@ -222,6 +227,16 @@ class Context:
     options: HintOptions
     tasks: pl.DataFrame
     app: AppContext = field(default_factory=AppContext)
+
+    @cached_property
+    def replay(self) -> Replay | None:
+        """The what-if replay of the run (built once, when a hint asks;
+        ``None`` when the trace cannot be replayed)."""
+        try:
+            return Replay.of(Trace(self.trace, self.app))
+        except (InputError, ValueError, KeyError) as err:
+            warnings.warn(f"no what-if replay: {err}", stacklevel=2)
+            return None
 
     @cached_property
     def wall_ns(self) -> int:

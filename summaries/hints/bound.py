@@ -29,6 +29,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.whatif.changes import DropDriverGap, StagePartitions
+
 from ._common import Context, Hint, fmt_s, severity
 from .partitions import over_partitioned_stages
 
@@ -103,7 +105,7 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
             action,
             stage_id=stage,
             predicted_saving_ns=saving,
-            change=("partitions", stage, suggested),
+            change=StagePartitions(stage, suggested),
         )
     ]
 
@@ -309,6 +311,6 @@ def driver_bound(ctx: Context) -> list[Hint]:
             evidence,
             action,
             predicted_saving_ns=saving,
-            change=("drop_gaps", tuple(i["start_ns"] for i in listed)),
+            change=tuple(DropDriverGap(i["start_ns"]) for i in listed),
         )
     ]

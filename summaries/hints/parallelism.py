@@ -32,6 +32,8 @@ import math
 
 import polars as pl
 
+from sparktrail.whatif.changes import StagePartitions
+
 from ._common import Context, Hint, fmt_s, severity
 
 __all__ = ["parallelism"]
@@ -140,7 +142,7 @@ def parallelism(ctx: Context) -> list[Hint]:
                 _action(ctx, op, s, pi, partitions),
                 stage_id=op["stage_id"],
                 predicted_saving_ns=saving,
-                change=("partitions", op["stage_id"], partitions),
+                change=StagePartitions(op["stage_id"], partitions),
             )
         )
     return hints

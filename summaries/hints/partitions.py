@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from sparktrail.whatif.changes import StagePartitions
+
 from ._common import Context, Hint, fmt_s, severity
 
 __all__ = ["FIXED_ACTIVITIES", "over_partitioned", "over_partitioned_stages"]
@@ -171,7 +173,7 @@ def over_partitioned(ctx: Context) -> list[Hint]:
                 action,
                 stage_id=stage.stage_id,
                 predicted_saving_ns=saving,
-                change=("partitions", stage.stage_id, stage.partitions),
+                change=StagePartitions(stage.stage_id, stage.partitions),
             )
         )
     return hints

@@ -1,8 +1,8 @@
 """What every rule's hints go through last: savings, severity, repeats.
 
-* Each hint's ``predicted_saving_ns`` (the rule's own estimate, or the
-  what-if replay of its change) becomes ``saving_share``, its share of the
-  run's wall time, and the severity follows from that share
+* Each hint's ``predicted_saving_ns`` (the what-if replay of its change,
+  :mod:`~sparktrail.whatif`, else the rule's own estimate) becomes
+  ``saving_share``, its share of the run's wall time, and the severity follows from that share
   (:func:`~sparktrail.summaries.hints._common.saving_severity`): a hint
   that saves under 2% is ``info``, kept in the frame (and ``--json``) but
   not shown. A rule that sets ``saving_share`` itself (``idle_capacity``,
@@ -18,6 +18,9 @@ from collections import defaultdict
 from dataclasses import replace
 
 import polars as pl
+
+from sparktrail.errors import InputError
+from sparktrail.whatif import predict
 
 from ._common import Context, Hint, saving_severity
 
@@ -38,6 +41,31 @@ STAGE_KINDS = frozenset(
 )
 #: Stages listed in a merged hint's evidence.
 MAX_LISTED = 20
+
+
+def _replayed(ctx: Context, hint: Hint) -> Hint:
+    """The hint with the replay's saving for its change, when it has one
+    the replay can run; the rule's own estimate is kept in the evidence."""
+    if hint.change is None or ctx.replay is None:
+        return hint
+    changes = hint.change if isinstance(hint.change, tuple) else (hint.change,)
+    try:
+        predictions = [predict(ctx.replay, change) for change in changes]
+    except InputError:
+        return hint  # a change the replay cannot make: the estimate stands
+    saving = float(sum(max(0, p.saving_ns) for p in predictions))
+    evidence = hint.evidence | {
+        "estimated_saving_ns": hint.predicted_saving_ns,
+        "replayed_saving_ns": saving,
+        "replay_error": predictions[0].replay_error,
+    }
+    first = predictions[0]
+    if first.stage_before_ns is not None and first.stage_after_ns is not None:
+        evidence |= {
+            "replayed_stage_ns": first.stage_before_ns,
+            "predicted_stage_ns_after": first.stage_after_ns,
+        }
+    return replace(hint, predicted_saving_ns=saving, evidence=evidence)
 
 
 def _with_severity(hint: Hint, wall_ns: int) -> Hint:
@@ -115,5 +143,5 @@ def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
 
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
-    finished = [_with_severity(h, ctx.wall_ns) for h in hints]
+    finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in hints]
     return merge_repeats(finished, _operator_keys(ctx), ctx.wall_ns)

@@ -36,6 +36,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.whatif.changes import SpeculateTask, SplitPartition
+
 from ..operator import stage_name
 from ._common import Context, Hint, fmt_s, severity
 
@@ -183,7 +185,9 @@ def _hotspot(
         task["executor"],
         task["partition"],
         predicted_saving_ns=min(critical_ns, max(0.0, longest - predicted)),
-        change=("split", task["stage_id"], task["partition"], 2),
+        change=None
+        if task["partition"] is None
+        else SplitPartition(task["stage_id"], task["partition"], 2),
     )
 
 
@@ -243,7 +247,7 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         task["executor"],
         task["partition"],
         predicted_saving_ns=min(critical_ns, max(0.0, task["duration_ns"] - predicted)),
-        change=("speculate", task["task_id"]),
+        change=SpeculateTask(task["task_id"], int(multiplier * task["median_ns"])),
     )
 
 

@@ -22,7 +22,7 @@ from sparktrail.cli.profile import hints_json
 from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import write_trace
-from sparktrail.tracer import import_eventlog, import_trace
+from sparktrail.tracer import import_trace
 from tests.paths import SHARED_LOG
 
 LOG = SHARED_LOG
