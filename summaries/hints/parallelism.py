@@ -29,6 +29,7 @@ beyond them, more executors (``local[pi]`` on a local master).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import polars as pl
 
@@ -52,7 +53,9 @@ def _stage(tasks: pl.DataFrame, stage_id: int) -> dict[str, float]:
     }
 
 
-def _action(ctx: Context, op: dict, s: dict, pi: int, partitions: int) -> str:
+def _action(
+    ctx: Context, op: dict[str, Any], s: dict[str, Any], pi: int, partitions: int
+) -> str:
     where = op["call_site"] or op["name"] or f"stage {op['stage_id']}"
     head = (
         f"stage {op['stage_id']} ({where}) is {op['cp_share']:.0%} of the critical path"
@@ -99,7 +102,7 @@ def parallelism(ctx: Context) -> list[Hint]:
     tasks = ctx.tasks
     hints = []
     for op in stages.iter_rows(named=True):
-        s: dict = _stage(tasks, op["stage_id"])
+        s: dict[str, Any] = dict(_stage(tasks, op["stage_id"]))
         if s["tasks"] == 0 or s["useful_ns"] <= 0 or s["stage_time_ns"] <= 0:
             continue
         rows = tasks.filter(pl.col("stage_id") == op["stage_id"])

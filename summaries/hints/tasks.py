@@ -325,7 +325,8 @@ def task_hints(ctx: Context) -> list[Hint]:
             hints.append(_hotspot(task, max(skew), durations, ctx))
             continue
         slow = _ratio(task["duration_ns"], task["median_ns"])
-        late = slow is not None and slow >= opts.straggler_task_factor
-        if late and task["task_id"] not in warm_up:
+        if slow is None or slow < opts.straggler_task_factor:
+            continue
+        if task["task_id"] not in warm_up:
             hints.append(_straggler(task, slow, ctx))
     return hints
