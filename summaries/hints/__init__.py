@@ -16,6 +16,7 @@ import polars as pl
 from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
+from .memory import gc_bound, spill
 from .parallelism import parallelism
 from .tasks import task_hints
 
@@ -39,6 +40,8 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     shuffle_bound,
     driver_bound,
     idle_capacity,
+    gc_bound,
+    spill,
 )
 
 

@@ -56,3 +56,18 @@ def test_operators_name_their_stages_and_hints_explain_the_driver(trace):
     evidence = json.loads(s.hints["evidence"][0])
     assert evidence["driver_share"] > 0.9
     assert evidence["intervals"][0]["before_job"] == 0
+
+
+@pytest.mark.parametrize("window_ns", [SECOND, 20 * SECOND])
+def test_no_memory_hints_on_a_log_without_spills_or_much_gc(trace, window_ns):
+    # GIVEN the imported log: no task spilled, and GC, though 44 ms of the
+    # tasks' 91 ms run time, is a sliver of a 16 s run that the driver holds
+    assert trace["disk_bytes_spilled"].fill_null(0).sum() == 0
+    assert trace["memory_bytes_spilled"].fill_null(0).sum() == 0
+    # WHEN summarized
+    s = summarize(trace, window_ns)
+    # THEN GC is under 1% of the critical path and neither gc_bound nor
+    # spill fires
+    gc = s.activity.filter(pl.col("activity") == "gc")["cp_share"].sum()
+    assert gc < 0.01
+    assert not {"gc_bound", "spill"} & set(s.hints["kind"].to_list())
