@@ -16,7 +16,7 @@ import polars as pl
 from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
-from .memory import gc_bound, spill
+from .memory_pressure import gc_bound, spill
 from .parallelism import parallelism
 from .tasks import task_hints
 

@@ -1,5 +1,5 @@
 """``gc_bound`` and ``spill`` fire on constructed traces, with their
-evidence, and not otherwise (summaries/hints/memory.py)."""
+evidence, and not otherwise (summaries/hints/memory_pressure.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from sparktrail.engines import summarize
 from sparktrail.pag.context import AppContext
 from sparktrail.summaries import HintOptions
-from sparktrail.summaries.hints.memory import memory_of
+from sparktrail.summaries.hints.memory_pressure import memory_of
 from tests.summaries.builders import MS, Trace
 
 MB = 1 << 20
