@@ -54,7 +54,6 @@ def test_gc_bound_fires_when_gc_holds_the_path():
     assert stage["stage_id"] == 0
     assert (stage["gc_ns"], stage["run_ns"]) == (80 * MS, 200 * MS)
     assert stage["gc_run_share"] == pytest.approx(0.4)
-    assert row["severity"] == "high"  # 0.4 >= 2 x 0.10
     # AND its action names memory on executors, the fraction and partitions,
     # with the numbers in ms and %
     action = row["action"]
