@@ -47,6 +47,20 @@ USEFUL = (
     "shuffle_write",
     "serialization",
 )
+#: Task activities that tile Spark's ``Executor Run Time`` (DESIGN §5).
+RUN = ("shuffle_read", "processing", "gc", "shuffle_write")
+#: Work columns of a task's ``processing`` row, summed per task.
+_WORK = (
+    "records",
+    "bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+)
+#: Of those, the ones that stay null when none of the task's rows states
+#: them (a failed attempt's records are unknown, not 0; a trace without
+#: spill columns says nothing about spills).
+_NULL_IF_UNSTATED = ("records", "memory_bytes_spilled", "disk_bytes_spilled")
 
 
 def executor_of(worker: pl.Expr) -> pl.Expr:
@@ -150,8 +164,13 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     """One row per task attempt (``task_id``) from its local trace rows.
 
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
-    executor, launch_ns, end_ns, duration_ns, useful_ns, records, bytes,
-    shuffle_write_bytes, status``.
+    executor, launch_ns, end_ns, duration_ns, useful_ns, run_ns, gc_ns,
+    records, bytes, shuffle_write_bytes, memory_bytes_spilled,
+    disk_bytes_spilled, status``. ``run_ns`` is Spark's executor run time
+    as the trace tiles it (:data:`RUN`: fetch wait, processing, GC and
+    shuffle write), ``gc_ns`` the length of its ``gc`` rows; the work
+    columns are sums over its rows (``records`` and the spills null when
+    no row states them).
 
     ``trace`` is validated unless it is a
     :class:`~sparktrail.pag.trace.Trace`. A long trace is aggregated in
@@ -163,6 +182,8 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
         "partition": pl.Int64,
         "status": pl.String,
         "shuffle_write_bytes": pl.Int64,
+        "memory_bytes_spilled": pl.Int64,
+        "disk_bytes_spilled": pl.Int64,
     }
     frame = load_trace(trace).frame
     frame = frame.with_columns(
@@ -207,7 +228,9 @@ def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
             & (pl.col("activity") != "waiting")
         )
         .with_columns(
-            pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful")
+            pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
+            pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),
+            pl.when(pl.col("activity") == "gc").then(span).alias("_gc"),
         )
         .group_by("task_id")
         .agg(
@@ -219,18 +242,21 @@ def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
             pl.col("start_ns").min().alias("launch_ns"),
             pl.col("end_ns").max(),
             pl.col("_useful").sum().alias("useful_ns"),
-            pl.col("records").sum().alias("records"),
-            pl.col("bytes").sum().alias("bytes"),
-            pl.col("shuffle_write_bytes").sum(),
+            pl.col("_run").sum().alias("run_ns"),
+            pl.col("_gc").sum().alias("gc_ns"),
+            *[pl.col(c).sum() for c in _WORK],
             pl.col("status").first(ignore_nulls=True),
-            pl.col("records").count().alias("_records_seen"),
+            *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
         )
         .with_columns(
             (pl.col("end_ns") - pl.col("launch_ns")).alias("duration_ns"),
             executor_of(pl.col("worker")).alias("executor"),
-            pl.when(pl.col("_records_seen") > 0).then(pl.col("records")),
+            *[
+                pl.when(pl.col(f"_{c}_seen") > 0).then(pl.col(c)).alias(c)
+                for c in _NULL_IF_UNSTATED
+            ],
         )
-        .drop("_records_seen")
+        .drop(*[f"_{c}_seen" for c in _NULL_IF_UNSTATED])
         .sort("task_id")
         .collect()
     )

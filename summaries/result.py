@@ -87,8 +87,16 @@ class HintOptions:
     driver_min_share: float = 0.20
     #: idle_capacity: share of executor slot time spent waiting.
     idle_min_share: float = 0.50
-    #: straggler_executor: a GC share of task time worth naming.
+    #: straggler_executor and gc_bound: a GC share of task run time worth
+    #: naming (Spark's UI marks an executor's GC time red above 10% of its
+    #: task time).
     gc_high_share: float = 0.10
+    #: gc_bound: `gc` share of the critical path (and gc_high_share of the
+    #: run time of the tasks of the stages it names).
+    gc_min_share: float = 0.10
+    #: spill: CP share of a stage whose tasks spilled to disk; smaller
+    #: stages' spills cost too little of the path to act on.
+    spill_min_share: float = 0.10
 
 
 @dataclass(frozen=True)

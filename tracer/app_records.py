@@ -51,6 +51,8 @@ class TaskRecord:
     records: int | None = None
     bytes: int | None = None
     shuffle_write_bytes: int | None = None
+    memory_bytes_spilled: int | None = None
+    disk_bytes_spilled: int | None = None
 
 
 @dataclass
@@ -101,12 +103,15 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
     """The :class:`TaskRecord` fields a task's ``Task Metrics`` set.
 
     ``records`` and ``bytes`` add input and shuffle read (``None`` if the
-    task had neither).
+    task had neither); ``memory_bytes_spilled`` and ``disk_bytes_spilled``
+    are Spark's ``Memory Bytes Spilled`` (the deserialized size of what was
+    spilled) and ``Disk Bytes Spilled`` (its size on disk), ``None`` if the
+    log does not state them.
 
-    >>> v = metric_values({"Executor Run Time": 5,
+    >>> v = metric_values({"Executor Run Time": 5, "Disk Bytes Spilled": 9,
     ...     "Input Metrics": {"Records Read": 3, "Bytes Read": 40}})
-    >>> v["run_ms"], v["records"], v["bytes"]
-    (5, 3, 40)
+    >>> v["run_ms"], v["records"], v["bytes"], v["disk_bytes_spilled"]
+    (5, 3, 40, 9)
     """
     records = nbytes = None
     values: dict[str, Any] = {
@@ -115,6 +120,8 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
         "run_ms": int_field(metrics, "Executor Run Time"),
         "gc_ms": int_field(metrics, "JVM GC Time"),
         "serialize_ms": int_field(metrics, "Result Serialization Time"),
+        "memory_bytes_spilled": opt_int(metrics, "Memory Bytes Spilled"),
+        "disk_bytes_spilled": opt_int(metrics, "Disk Bytes Spilled"),
     }
     read = dict_field(metrics, "Shuffle Read Metrics")
     if read is not None:

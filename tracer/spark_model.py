@@ -16,8 +16,9 @@ The rules those modules do not state:
   the task.
 * Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
   ``killed``, ``running``), ``speculative``, ``executor_id`` and
-  ``clipped_ns`` on a task's rows; ``shuffle_write_bytes`` on its
-  ``processing`` row.
+  ``clipped_ns`` on a task's rows; ``shuffle_write_bytes``,
+  ``memory_bytes_spilled`` and ``disk_bytes_spilled`` on its
+  ``processing`` row (see :mod:`~sparktrail.tracer.task_pieces`).
 
 Assumptions
 -----------

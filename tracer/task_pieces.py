@@ -6,7 +6,10 @@ UI does (scheduler delay = duration - run - deserialize - result
 serialization - getting result, floored at 0; processing = run - fetch
 wait - shuffle write - GC, floored at 0) and, if floors make them
 overrun, scaled so they tile the task exactly. Zero-length pieces are
-left out. A clipped task (its slot was taken by the next launch, see
+left out, except ``processing`` when it carries work (below): it stays as
+a zero-length row where it would be, so no count vanishes with its time
+(a task whose run time is all GC, fetch wait or shuffle write, or that
+took no time at all). A clipped task (its slot was taken by the next launch, see
 :mod:`~sparktrail.tracer.timelines`) loses the clipped time from its
 ``scheduling`` piece first; its completion edge runs from the clipped end
 to the recorded finish.
@@ -17,7 +20,10 @@ the attempt whose result counts: the first successful attempt of its
 partition (in log order) in the stage. Failed, killed and later
 duplicate attempts (a speculative copy, a rerun after an executor was
 lost) keep their time but carry none, so sums over rows count each
-partition once, in a followed trace as in a full import.
+partition once, in a followed trace as in a full import. Spilled bytes
+(``memory_bytes_spilled``, ``disk_bytes_spilled``) are a cost of the
+attempt, like its time: every attempt's ``processing`` row carries its
+own (:func:`task_work`).
 
 Assumptions
 -----------
@@ -33,7 +39,7 @@ from collections.abc import Iterable
 
 from .app_records import TaskRecord
 from .fields import INF, MS
-from .trace_rows import TraceRows
+from .trace_rows import NO_WORK, TraceRows
 
 __all__ = [
     "PIECES",
@@ -43,6 +49,7 @@ __all__ = [
     "fit",
     "task_pieces",
     "task_rows",
+    "task_work",
 ]
 
 PIECES = (
@@ -146,6 +153,21 @@ def counted_attempts(tasks: Iterable[TaskRecord]) -> set[int]:
     return counted
 
 
+def task_work(task: TaskRecord, counts: bool) -> tuple[int | None, ...]:
+    """The :data:`~sparktrail.tracer.trace_rows.WORK_COLUMNS` of a task's
+    ``processing`` row; records and bytes only if its records ``counts``.
+
+    >>> t = TaskRecord(0, 0, 0, 0, 0, 0, "1", False, 0, 0, records=3,
+    ...     disk_bytes_spilled=8)
+    >>> task_work(t, True), task_work(t, False)
+    ((3, None, None, None, 8), (None, None, None, None, 8))
+    """
+    spilled = (task.memory_bytes_spilled, task.disk_bytes_spilled)
+    if not counts:
+        return (*NO_WORK[: -len(spilled)], *spilled)
+    return (task.records, task.bytes, task.shuffle_write_bytes, *spilled)
+
+
 def task_rows(
     rows: TraceRows,
     worker: str,
@@ -191,14 +213,12 @@ def task_rows(
     duration = (task.finish_ms or end // MS) * MS - launch
     pieces = clip_pieces(task_pieces(task, max(duration, 0)), end - launch)
     t = launch
+    work = task_work(task, counts)
+    carries = any(value is not None for value in work)
     for activity, length in zip(PIECES, pieces, strict=True):
-        if length <= 0:
+        processing = activity == "processing"
+        if length <= 0 and not (processing and carries):
             continue
-        work = (
-            (task.records, task.bytes, task.shuffle_write_bytes)
-            if activity == "processing" and counts
-            else (None, None, None)
-        )
         rows.add(
             worker,
             worker,
@@ -209,7 +229,7 @@ def task_rows(
             seq + 1,
             ident,
             label,
-            work,
+            work if processing else NO_WORK,
             fixed,
         )
         t += length

@@ -8,8 +8,9 @@ into columns once, then into a polars frame.
 Assumptions
 -----------
 * Columns are the trace schema plus the tracer's extra columns
-  (:data:`TASK_COLUMNS`, ``shuffle_write_bytes``) and ``settled_ns``, the
-  time of the event that fixed the row (for ``--follow``).
+  (:data:`TASK_COLUMNS`, the work columns after ``records`` and ``bytes``
+  in :data:`WORK_COLUMNS`) and ``settled_ns``, the time of the event that
+  fixed the row (for ``--follow``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["TASK_COLUMNS", "TraceRows"]
+__all__ = ["NO_WORK", "TASK_COLUMNS", "WORK_COLUMNS", "TraceRows"]
 
 #: Columns that describe the task attempt a row belongs to (null otherwise).
 TASK_COLUMNS = (
@@ -31,6 +32,17 @@ TASK_COLUMNS = (
     "clipped_ns",
 )
 _NO_TASK = (None,) * len(TASK_COLUMNS)
+#: What a task did, on its ``processing`` row (null elsewhere): the trace
+#: schema's ``records`` and ``bytes``, then the tracer's extra columns.
+WORK_COLUMNS = (
+    "records",
+    "bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+)
+#: A row that carries no work.
+NO_WORK: tuple[int | None, ...] = (None,) * len(WORK_COLUMNS)
 
 
 class TraceRows:
@@ -53,9 +65,7 @@ class TraceRows:
         "operator",
         "job_id",
         "stage_id",
-        "records",
-        "bytes",
-        "shuffle_write_bytes",
+        *WORK_COLUMNS,
         *TASK_COLUMNS,
         "settled_ns",
     )
@@ -75,14 +85,13 @@ class TraceRows:
         dst_seq: int,
         task: tuple[Any, ...] | None = None,
         job_stage: tuple[str | None, int | None, int | None] = (None, None, None),
-        work: tuple[int | None, int | None, int | None] = (None, None, None),
+        work: tuple[int | None, ...] = NO_WORK,
         settled: int | None = None,
     ) -> None:
         """Add one row; ``settled`` defaults to its end.
 
         ``task`` holds the :data:`TASK_COLUMNS` values, ``job_stage`` the
-        operator, job and stage, ``work`` the records, bytes and shuffle
-        write bytes.
+        operator, job and stage, ``work`` the :data:`WORK_COLUMNS` values.
         """
         self.rows.append(
             (

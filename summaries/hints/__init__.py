@@ -16,6 +16,7 @@ import polars as pl
 from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
+from .memory_pressure import gc_bound, spill
 from .parallelism import parallelism
 from .partitions import over_partitioned
 from .ranking import finish_hints
@@ -43,6 +44,8 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     driver_bound,
     idle_capacity,
     over_partitioned,
+    gc_bound,
+    spill,
 )
 
 

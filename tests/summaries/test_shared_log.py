@@ -71,3 +71,18 @@ def test_operators_name_their_stages_and_start_up_gets_no_advice(trace):
     # between the jobs is under the threshold, and a local master has no
     # executors to allocate
     assert s.hints.is_empty(), s.hints
+
+
+@pytest.mark.parametrize("window_ns", [SECOND, 20 * SECOND])
+def test_no_memory_hints_on_a_log_without_spills_or_much_gc(trace, window_ns):
+    # GIVEN the imported log: no task spilled, and GC, though 44 ms of the
+    # tasks' 91 ms run time, is a sliver of a 16 s run that the driver holds
+    assert trace.frame["disk_bytes_spilled"].fill_null(0).sum() == 0
+    assert trace.frame["memory_bytes_spilled"].fill_null(0).sum() == 0
+    # WHEN summarized
+    s = summarize(trace, window_ns)
+    # THEN GC is under 1% of the critical path and neither gc_bound nor
+    # spill fires
+    gc = s.activity.filter(pl.col("activity") == "gc")["cp_share"].sum()
+    assert gc < 0.01
+    assert not {"gc_bound", "spill"} & set(s.hints["kind"].to_list())

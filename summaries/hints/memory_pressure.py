@@ -1,0 +1,383 @@
+"""``gc_bound`` and ``spill`` hints: memory pressure on the critical path.
+
+* ``gc_bound``: JVM garbage collection (the tasks' ``gc`` rows, Spark's
+  ``JVM GC Time``) holds at least ``gc_min_share`` of the run's critical
+  path. The hint names the stages with the most GC on the path (at most
+  :data:`TOP`, each holding at least :data:`MIN_PART` of it) in which GC
+  took at least ``gc_high_share`` of the tasks' run time (fetch wait,
+  processing, GC and shuffle write: Spark's executor run time). When no
+  stage qualifies there is no hint: the GC on the path is spread thin
+  over stages that mostly compute.
+* ``spill``: a stage with a CP share of at least ``spill_min_share`` whose
+  tasks spilled to disk (``disk_bytes_spilled`` > 0), one of them at least
+  on the critical path; one hint per such stage, whose CP share is that of
+  its spilling tasks.
+
+Both name three remedies: more heap per task (``spark.executor.memory``,
+or on a local master ``spark.driver.memory``: the tasks run in the
+driver's JVM, whose heap is fixed when it starts), ``spark.memory.fraction``
+and more, smaller tasks. Suggested values: :data:`MEMORY_FACTOR` x the
+memory the application ran with (Spark's default when unset),
+:data:`PARTITION_FACTOR` x the stage's tasks, and the memory fraction one
+:data:`FRACTION_STEP` from its value (default 0.6) within
+[:data:`FRACTION_LOW`, :data:`FRACTION_HIGH`]: lower for GC (Spark's tuning
+guide: less room for cached blocks leaves the old generation room for task
+objects), higher for spills (more execution memory).
+
+Predicted savings (rule estimates; no replay models memory):
+``GC_RELIEF`` of the GC on the critical path for ``gc_bound``; for
+``spill``, the time to write and read back the spilled bytes at
+``SPILL_BYTES_PER_S``, as a part of the spilling tasks' run time, times
+their critical time.
+
+Assumptions
+-----------
+* What the application ran with (master, properties) comes from the
+  trace's context (``Context.app``, a :class:`~sparktrail.pag.context.
+  AppContext`) when it is known; without it, a trace whose tasks all ran on
+  executor ``driver`` is local, and the memory it ran with is unknown (no
+  value is suggested).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from ..operator import stage_name
+from ._common import Context, Hint, severity
+
+__all__ = ["gc_bound", "spill"]
+
+#: The part of GC time that more heap is assumed to remove.
+GC_RELIEF = 0.5
+#: Disk throughput assumed for writing and reading back a spill.
+SPILL_BYTES_PER_S = 100e6
+
+#: gc_bound names at most this many stages, each with at least this part
+#: of the GC on the critical path.
+TOP = 3
+MIN_PART = 0.10
+#: Spark's defaults of the settings the actions name.
+DEFAULT_MEMORY = "1g"
+DEFAULT_FRACTION = 0.6
+#: Suggested memory and partitions: this many times today's.
+MEMORY_FACTOR = 2
+PARTITION_FACTOR = 2
+#: spark.memory.fraction: the step of a suggestion and its bounds.
+FRACTION_STEP = 0.1
+FRACTION_LOW, FRACTION_HIGH = 0.3, 0.8
+MB = 1 << 20
+#: A JVM memory size as Spark reads it (no unit: MiB).
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def memory_mib(text: str) -> float | None:
+    """A Spark memory setting in MiB (``None`` if it does not parse).
+
+    >>> memory_mib("4g"), memory_mib("512m"), memory_mib("2048"), memory_mib("x")
+    (4096.0, 512.0, 2048.0, None)
+    """
+    match = _SIZE.match(text)
+    if match is None:
+        return None
+    return float(int(match.group(1)) * _MIB_PER_UNIT[match.group(2).lower()])
+
+
+def memory_text(mib: float) -> str:
+    """MiB as a Spark memory setting, in whole ``g`` when it is.
+
+    >>> memory_text(2048), memory_text(1536), memory_text(0.5)
+    ('2g', '1536m', '1m')
+    """
+    whole = max(1, math.ceil(mib))
+    return f"{whole // 1024}g" if whole % 1024 == 0 else f"{whole}m"
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:,.0f} ms"
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / MB:,.1f} MB"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The memory settings an action names, as the application ran with them.
+
+    ``now`` is ``None`` when the application's settings are not known.
+    """
+
+    local: bool
+    now: str | None
+    fraction: float | None
+
+    @property
+    def setting(self) -> str:
+        """Where task heap comes from: the driver's in local mode."""
+        return "spark.driver.memory" if self.local else "spark.executor.memory"
+
+    @property
+    def suggested(self) -> str | None:
+        """:data:`MEMORY_FACTOR` x today's memory, if today's is known."""
+        mib = memory_mib(self.now) if self.now is not None else None
+        return None if mib is None else memory_text(mib * MEMORY_FACTOR)
+
+    def heap_action(self) -> str:
+        """The sentence that asks for more heap per task.
+
+        >>> Memory(False, "4g", 0.6).heap_action()
+        'raise spark.executor.memory from 4g to 8g'
+        >>> Memory(True, None, None).heap_action()[:53]
+        'raise spark.driver.memory (e.g. double it; local mode'
+        """
+        suggested = self.suggested
+        change = f"raise {self.setting}"
+        notes = []
+        if suggested is None:
+            notes.append("e.g. double it")
+        else:
+            change += f" from {self.now} to {suggested}"
+        if self.local:
+            flag = "--driver-memory" + ("" if suggested is None else f" {suggested}")
+            notes.append(
+                "local mode: the tasks run in the driver's JVM, so set it before "
+                f"it starts: spark-submit {flag}"
+            )
+        return change + (f" ({'; '.join(notes)})" if notes else "")
+
+    def fraction_to(self, step: float) -> float | None:
+        """``spark.memory.fraction`` moved by ``step`` within the bounds
+        (``None`` if it is at a bound already)."""
+        now = DEFAULT_FRACTION if self.fraction is None else self.fraction
+        new = round(min(FRACTION_HIGH, max(FRACTION_LOW, now + step)), 2)
+        return None if math.isclose(new, now) or (new - now) * step < 0 else new
+
+    def evidence(self) -> dict[str, Any]:
+        """The settings as evidence."""
+        return {
+            "memory_setting": self.setting,
+            "memory_now": self.now,
+            "memory_suggested": self.suggested,
+            "memory_fraction_now": self.fraction,
+        }
+
+
+def memory_of(ctx: Context) -> Memory:
+    """The memory settings of the run, from the trace's context if known."""
+    app = ctx.app
+    if not app.known:
+        executors = ctx.tasks["executor"].drop_nulls().unique().to_list()
+        return Memory(executors == ["driver"], None, None)
+    local = bool(app.is_local)
+    setting = "spark.driver.memory" if local else "spark.executor.memory"
+    now = app.setting(setting) or DEFAULT_MEMORY
+    try:
+        fraction = float(app.setting("spark.memory.fraction") or DEFAULT_FRACTION)
+    except ValueError:
+        fraction = None
+    return Memory(local, now, fraction)
+
+
+def _where(ctx: Context, stage_id: int) -> str:
+    rows = ctx.tasks.filter(pl.col("stage_id") == stage_id).head(1)
+    if rows.is_empty() or rows["operator"][0] is None:
+        return f"stage {stage_id}"
+    name, site = stage_name(pl.lit(rows["operator"][0]))
+    label = pl.select(pl.coalesce(site, name)).item()
+    return f"stage {stage_id} ({label})" if label else f"stage {stage_id}"
+
+
+def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
+    more = tasks * PARTITION_FACTOR
+    return (
+        f"split {_where(ctx, stage_id)} into more, smaller tasks "
+        f"({more} instead of {tasks}: spark.sql.shuffle.partitions={more} if it "
+        f"reads a shuffle, else repartition({more}) before it)"
+    )
+
+
+def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
+    """Stages with GC on the path, most first, with their tasks' GC and run."""
+    gc_cp = ctx.stage_cp("gc")
+    total = float(gc_cp["cp"].sum())
+    if total <= 0:
+        return []
+    gc_ns = ctx.activity.filter(pl.col("activity") == "gc")["cp_ns"].sum()
+    facts = (
+        ctx.tasks.lazy()
+        .filter(pl.col("stage_id").is_in(gc_cp["stage_id"].implode()))
+        .group_by("stage_id")
+        .agg(
+            pl.len().alias("tasks"),
+            pl.col("gc_ns").sum(),
+            pl.col("run_ns").sum(),
+            (pl.col("gc_ns") > 0).sum().alias("gc_tasks"),
+        )
+    )
+    rows = gc_cp.lazy().join(facts, on="stage_id", how="inner", maintain_order="left")
+    return [
+        {
+            "stage_id": r["stage_id"],
+            "gc_cp_share": r["cp"] / ctx.n_windows,
+            "gc_cp_ns": gc_ns * r["cp"] / total,
+            "part": r["cp"] / total,
+            "gc_ns": r["gc_ns"],
+            "run_ns": r["run_ns"],
+            "gc_run_share": r["gc_ns"] / r["run_ns"] if r["run_ns"] else 0.0,
+            "tasks": r["tasks"],
+            "gc_tasks": r["gc_tasks"],
+        }
+        for r in rows.collect().iter_rows(named=True)
+    ]
+
+
+def gc_bound(ctx: Context) -> list[Hint]:
+    """GC holds the path: more heap, a lower memory fraction, smaller tasks."""
+    opts = ctx.options
+    share = ctx.activity_share("gc")
+    if share < opts.gc_min_share or "gc_ns" not in ctx.tasks.columns:
+        return []
+    stages = [
+        s
+        for s in _gc_stages(ctx)
+        if s["part"] >= MIN_PART and s["gc_run_share"] >= opts.gc_high_share
+    ][:TOP]
+    if not stages:
+        return []
+    memory = memory_of(ctx)
+    gc_cp_ns = float(ctx.activity.filter(pl.col("activity") == "gc")["cp_ns"].sum())
+    for s in stages:
+        del s["part"]
+    evidence = {
+        "gc_share": share,
+        "gc_cp_ns": gc_cp_ns,
+        "stages": stages,
+        **memory.evidence(),
+    }
+    named = "; ".join(
+        f"{_where(ctx, s['stage_id'])}: {_ms(s['gc_cp_ns'])} of GC on the path, "
+        f"GC {s['gc_run_share']:.0%} of its tasks' run time "
+        f"({_ms(s['gc_ns'])} of {_ms(s['run_ns'])})"
+        for s in stages
+    )
+    top = stages[0]
+    steps = [memory.heap_action()]
+    lower = memory.fraction_to(-FRACTION_STEP)
+    if lower is not None:
+        now = DEFAULT_FRACTION if memory.fraction is None else memory.fraction
+        steps.append(
+            f"if it caches data, lower spark.memory.fraction from {now:g} to "
+            f"{lower:g} (fewer cached blocks leave the heap to task objects)"
+        )
+    steps.append(_partitions(ctx, top["stage_id"], top["tasks"]))
+    action = (
+        f"JVM garbage collection is {share:.0%} of the critical path "
+        f"({_ms(gc_cp_ns)}), most in {named}: " + "; ".join(steps)
+    )
+    sev = severity(share, opts.gc_min_share)
+    return [
+        Hint(
+            "gc_bound",
+            sev,
+            share,
+            evidence,
+            action,
+            stage_id=top["stage_id"],
+            predicted_saving_ns=GC_RELIEF * gc_cp_ns,
+        )
+    ]
+
+
+def _spill_stages(ctx: Context) -> pl.DataFrame:
+    """Per stage with tasks that spilled to disk: its spill and its tasks."""
+    spilled = pl.col("disk_bytes_spilled").fill_null(0) > 0
+    return (
+        ctx.tasks.lazy()
+        .filter(pl.col("stage_id").is_not_null())
+        .group_by("stage_id")
+        .agg(
+            pl.len().alias("tasks"),
+            spilled.sum().alias("spilling_tasks"),
+            pl.col("cp_share").filter(spilled).sum().alias("spilling_cp_share"),
+            pl.col("memory_bytes_spilled").sum().alias("memory_spilled_bytes"),
+            pl.col("disk_bytes_spilled").sum().alias("disk_spilled_bytes"),
+            pl.col("disk_bytes_spilled").max().alias("max_task_disk_spilled_bytes"),
+            pl.col("run_ns").filter(spilled).sum().alias("spilling_run_ns"),
+        )
+        .filter(pl.col("spilling_tasks") > 0)
+        .collect()
+    )
+
+
+def spill(ctx: Context) -> list[Hint]:
+    """Tasks on the path spilled to disk: more partitions, memory, fraction."""
+    opts = ctx.options
+    if "disk_bytes_spilled" not in ctx.tasks.columns:
+        return []
+    stages = ctx.operator.filter(
+        pl.col("stage_id").is_not_null() & (pl.col("cp_share") >= opts.spill_min_share)
+    ).select("stage_id", pl.col("cp_share").alias("stage_cp_share"), "cp_ns")
+    rows = stages.join(_spill_stages(ctx), on="stage_id", how="inner").filter(
+        pl.col("spilling_cp_share") > 0
+    )
+    if rows.is_empty():
+        return []
+    memory = memory_of(ctx)
+    hints = []
+    for s in rows.sort(
+        "spilling_cp_share", "stage_id", descending=[True, False]
+    ).iter_rows(named=True):
+        tasks, spilling = s["tasks"], s["spilling_tasks"]
+        evidence = {
+            "stage_cp_share": s["stage_cp_share"],
+            "stage_cp_ns": s["cp_ns"],
+            "spilling_cp_share": s["spilling_cp_share"],
+            "tasks": tasks,
+            "spilling_tasks": spilling,
+            "spilling_task_share": spilling / tasks,
+            "memory_spilled_bytes": s["memory_spilled_bytes"],
+            "disk_spilled_bytes": s["disk_spilled_bytes"],
+            "max_task_disk_spilled_bytes": s["max_task_disk_spilled_bytes"],
+            "suggested_partitions": tasks * PARTITION_FACTOR,
+            **memory.evidence(),
+        }
+        steps = [_partitions(ctx, s["stage_id"], tasks), memory.heap_action()]
+        higher = memory.fraction_to(FRACTION_STEP)
+        if higher is not None:
+            now = DEFAULT_FRACTION if memory.fraction is None else memory.fraction
+            steps.append(
+                f"raise spark.memory.fraction from {now:g} to {higher:g} (more "
+                "of the heap for execution)"
+            )
+        action = (
+            f"{spilling} of {tasks} tasks ({spilling / tasks:.0%}) of "
+            f"{_where(ctx, s['stage_id'])} spilled to disk "
+            f"({_mb(s['memory_spilled_bytes'])} in memory, "
+            f"{_mb(s['disk_spilled_bytes'])} on disk); the stage is "
+            f"{s['stage_cp_share']:.0%} of the critical path ({_ms(s['cp_ns'])}), "
+            f"its spilling tasks {s['spilling_cp_share']:.0%}: " + "; ".join(steps)
+        )
+        sev = severity(s["spilling_cp_share"], opts.spill_min_share)
+        spill_ns = 2 * s["disk_spilled_bytes"] / SPILL_BYTES_PER_S * 1e9
+        part = (
+            min(1.0, spill_ns / s["spilling_run_ns"]) if s["spilling_run_ns"] else 0.0
+        )
+        hints.append(
+            Hint(
+                "spill",
+                sev,
+                s["spilling_cp_share"],
+                evidence,
+                action,
+                s["stage_id"],
+                predicted_saving_ns=part * s["spilling_cp_share"] * ctx.wall_ns,
+            )
+        )
+    return hints
