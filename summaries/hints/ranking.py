@@ -4,7 +4,8 @@
   :mod:`~sparktrail.whatif`, else the rule's own estimate) becomes
   ``saving_share``, its share of the run's wall time, and the severity
   follows from that share (``saving_severity``): a hint that saves under
-  2% is ``info``, kept in the frame (and ``--json``) but not shown. A rule that sets ``saving_share`` itself (``idle_capacity``,
+  2% is ``info``, kept in the frame (and ``--json``) but not shown. A rule
+  that sets ``saving_share`` itself (``idle_capacity``,
   whose saving is capacity, not wall time) keeps it.
 * Findings of one kind on one operator (the same call site in several
   stages, DESIGN §8) become one hint: the one that saves most, with
