@@ -53,11 +53,16 @@ class HintOptions:
     #: straggler_executor: CP >= factor x fair share, or tasks this many
     #: times slower than the same stages' tasks elsewhere; and >= min share.
     straggler_factor: float = 2.0
-    straggler_slowdown: float = 1.8
+    straggler_slowdown: float = 1.5
+    #: Tasks each side must run in a stage for the slowdown to count it.
+    straggler_min_tasks: int = 2
     straggler_min_share: float = 0.10
     #: A task "has high CP" when its share of the critical path in the
     #: windows it ran in is at least this.
     task_min_share: float = 0.25
+    #: ... or it runs in a stage with at least this share of the critical
+    #: path.
+    task_stage_min_share: float = 0.05
     #: Stages with fewer tasks have no meaningful median.
     min_stage_tasks: int = 3
     #: straggler_task: duration >= factor x stage median (records are not).
@@ -81,6 +86,10 @@ class HintOptions:
     over_partitioned_task_ms: float = 50.0
     over_partitioned_fixed_share: float = 0.5
     over_partitioned_min_share: float = 0.05
+    #: ... or a median task reading under this many bytes, with fixed costs
+    #: at least this share.
+    over_partitioned_task_bytes: int = 1 << 20
+    over_partitioned_fixed_share_small_data: float = 0.3
     #: shuffle_bound: shuffle_read share of the critical path.
     shuffle_min_share: float = 0.20
     #: driver_bound: `driver` activity share of the critical path.

@@ -1,16 +1,17 @@
 """``straggler_executor`` and ``idle_capacity`` hints.
 
-* ``straggler_executor``: an executor with at least ``straggler_min_share``
-  of the critical path that is either slow at the same work or holds
-  more of the path than its share:
+* ``straggler_executor``: an executor that is slow at the same work, or
+  holds more of the path than its share:
 
   - *slowdown*: in the stages where it and other executors each ran
-    ``min_stage_tasks`` tasks or more, its median task time over theirs;
-    the median of those ratios (at least ``straggler_slowdown``). This
+    ``straggler_min_tasks`` tasks or more (each executor's first wave left
+    out: it carries start-up), its median task time over theirs; the
+    median of those ratios (at least ``straggler_slowdown``). This
     compares like with like, so it does not flip with how the run's
     windows split the fair share;
   - or its whole-run CP share is ``straggler_factor`` x its fair share
-    (see :mod:`~sparktrail.summaries.straggler`).
+    (see :mod:`~sparktrail.summaries.straggler`) and at least
+    ``straggler_min_share``.
 
   Needs two or more executors. Its GC share is ``gc`` time / busy
   (non-waiting) time of its slots. Predicted saving: its critical time
@@ -53,15 +54,27 @@ def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
     return gc / busy if busy else 0.0
 
 
+def _first_waves(tasks: pl.DataFrame) -> pl.Expr:
+    """Tasks launched on an executor before any task there finished: they
+    carry its start-up (JVM, Python workers), not its speed."""
+    first_end = pl.col("end_ns").min().over("executor")
+    return pl.col("launch_ns") < first_end
+
+
 def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
     """Each executor's median over stages of (its median task time / the
     other executors' median task time in the same stage), counting only
-    stages where each side ran ``min_tasks`` tasks or more."""
-    done = tasks.filter(
-        pl.col("executor").is_not_null()
-        & pl.col("stage_id").is_not_null()
-        & (pl.col("status").is_null() | (pl.col("status") == "success"))
-    ).select("stage_id", "executor", "duration_ns")
+    stages where each side ran ``min_tasks`` tasks or more, and leaving out
+    each executor's first wave of tasks."""
+    done = (
+        tasks.filter(
+            pl.col("executor").is_not_null()
+            & pl.col("stage_id").is_not_null()
+            & (pl.col("status").is_null() | (pl.col("status") == "success"))
+        )
+        .filter(~_first_waves(tasks))
+        .select("stage_id", "executor", "duration_ns")
+    )
     if done.is_empty():
         return {}
     own = done.group_by("stage_id", "executor").agg(
@@ -126,14 +139,15 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     rows = ctx.executor.filter(pl.col("role") == "executor")
     if len(rows) < 2:
         return []
-    slowdowns = _slowdowns(ctx.tasks, opts.min_stage_tasks)
+    slowdowns = _slowdowns(ctx.tasks, opts.straggler_min_tasks)
     hints = []
     for ex in rows.iter_rows(named=True):
         ratio = ex["ratio"]
         slowdown = slowdowns.get(str(ex["executor_id"]))
         slow = slowdown is not None and slowdown >= opts.straggler_slowdown
         unfair = ratio is not None and ratio >= opts.straggler_factor
-        if not (slow or unfair) or ex["cp_share"] < opts.straggler_min_share:
+        unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
+        if not (slow or unfair):
             continue
         if slowdown is not None and slowdown < 1.0:
             continue  # it holds the path because it ran more, not slower

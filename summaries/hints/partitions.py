@@ -8,13 +8,18 @@ about 100 ms (``target_task_ms``); far below that, those costs are most of
 the stage. For a stage with at least ``over_partitioned_min_tasks`` tasks
 and twice as many tasks as the application has slots:
 
-* its median task is shorter than ``over_partitioned_task_ms``;
-* its fixed costs are at least ``over_partitioned_fixed_share`` of its
-  critical time (CP per activity of the stage);
+* its median task is shorter than ``over_partitioned_task_ms`` and its
+  fixed costs (CP per activity of the stage, launch messages included)
+  are at least ``over_partitioned_fixed_share`` of its critical time; or
+  its median task reads under ``over_partitioned_task_bytes`` (far below
+  AQE's 64 MB target partition size, so timings inflated by a busy
+  machine cannot hide it) and the fixed costs are at least
+  ``over_partitioned_fixed_share_small_data``;
 * its critical time is at least ``over_partitioned_min_share`` of the run.
 
 Suggested partitions ``n = max(slots, ceil(work / target_task_ms))``, with
-``work`` the stage's task time less its fixed costs. The predicted stage
+``work`` the stage's task time less its fixed costs (by size: ``max(slots,
+ceil(bytes / 64 MB))``). The predicted stage
 time is ``ceil(n / slots)`` waves of ``work / n`` plus one fixed cost
 (the median's) each; the saving is the stage's critical time less that.
 The action names the shuffle setting to lower, or, where it is already at
@@ -36,7 +41,15 @@ from ._common import Context, Hint, fmt_s, severity
 __all__ = ["FIXED_ACTIVITIES", "over_partitioned", "over_partitioned_stages"]
 
 #: Per-task costs that do not shrink with the task's data.
-FIXED_ACTIVITIES = ("scheduling", "deserialization", "serialization", "result")
+FIXED_ACTIVITIES = (
+    "scheduling",
+    "deserialization",
+    "serialization",
+    "result",
+    "control",
+)
+#: AQE's target partition size (spark.sql.adaptive.advisoryPartitionSizeInBytes).
+ADVISORY_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -78,7 +91,10 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
         fixed_share = row["fixed_cp"] / row["cp"]
         if critical_ns < opts.over_partitioned_min_share * ctx.wall_ns:
             continue
-        if fixed_share < opts.over_partitioned_fixed_share:
+        if fixed_share < min(
+            opts.over_partitioned_fixed_share,
+            opts.over_partitioned_fixed_share_small_data,
+        ):
             continue
         tasks = ctx.tasks.filter(pl.col("stage_id") == row["stage_id"])
         n = len(tasks)
@@ -88,15 +104,30 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
         if n < max(opts.over_partitioned_min_tasks, 2 * slots):
             continue
         median = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
-        if median <= 0 or median / 1e6 >= opts.over_partitioned_task_ms:
+        median_bytes = tasks["bytes"].median()
+        tiny_time = 0 < median / 1e6 < opts.over_partitioned_task_ms
+        tiny_data = (
+            median_bytes is not None
+            and float(median_bytes) < opts.over_partitioned_task_bytes  # type: ignore[arg-type]
+            and fixed_share >= opts.over_partitioned_fixed_share_small_data
+        )
+        if not (tiny_time or tiny_data):
             continue
         total = float(tasks["duration_ns"].sum())
         work = max(0.0, total * (1 - fixed_share))
-        partitions = max(slots, math.ceil(work / 1e6 / opts.target_task_ms))
+        by_time = math.ceil(work / 1e6 / opts.target_task_ms)
+        by_size = math.ceil(float(tasks["bytes"].sum() or 0) / ADVISORY_BYTES)
+        partitions = max(slots, by_size if tiny_data else by_time)
         if partitions >= n:
             continue
         fixed_each = median * fixed_share
         predicted = math.ceil(partitions / slots) * (work / partitions + fixed_each)
+        if (
+            tiny_time
+            and not tiny_data
+            and fixed_share < opts.over_partitioned_fixed_share
+        ):
+            continue
         found.append(
             TinyStage(
                 row["stage_id"],

@@ -125,10 +125,17 @@ def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
         "last_stage": stages[-1] if stages else None,
         "total_cp_share": sum(h.cp_share for h in found),
     }
-    action = (
-        f"{operator} ran in {len(found)} stages ({stages[0]}..{stages[-1]}) with "
-        f"the same finding; the worst, in stage {best.stage_id}: {best.action}"
-    )
+    if len(stages) == 1:
+        action = (
+            f"{len(found)} tasks of stage {stages[0]} with the same finding; "
+            f"the worst: {best.action}"
+        )
+    else:
+        action = (
+            f"{operator} ran in {len(stages)} stages ({stages[0]}..{stages[-1]}) "
+            f"with the same finding; the worst, in stage {best.stage_id}: "
+            f"{best.action}"
+        )
     return replace(
         best,
         evidence=evidence,

@@ -24,8 +24,8 @@ CP share (``task_min_share``) is compared with the stage's medians:
   takes a median time ends at ``(multiplier + 1) x median``; the quantile
   must let the check start while only the straggler runs,
   ``quantile <= (n - 1) / n``. Not flagged: killed speculative copies (the
-  original won), and an executor's first wave in its first stage when two
-  or more of that wave are slow (they carry the executor's and the Python
+  original won), and the executors' first waves in their first stage when
+  two or more of those tasks are slow (they carry the executor's and the Python
   workers' start-up, not their partitions' work).
 """
 
@@ -253,9 +253,10 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
 
 def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     """Slow tasks of each executor's first wave in its first stage (launched
-    before any task on that executor finished), where two or more of that
-    wave are slow (>= ``factor`` x the stage median): their slowness is the
-    executor's start-up (JVM, Python workers), not their partitions'."""
+    before any task on that executor finished), where two or more of a
+    stage's first-wave tasks are slow (>= ``factor`` x the stage median):
+    their slowness is the executors' start-up (JVM, Python workers), not
+    their partitions'."""
     known = tasks.filter(
         pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null()
     )
@@ -276,7 +277,7 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
             & (pl.col("stage_id") == pl.col("_first_stage"))
             & (pl.col("duration_ns") >= factor * pl.col("_median"))
         )
-        .filter(pl.len().over("executor") >= 2)
+        .filter(pl.len().over("stage_id") >= 2)
     )
     return set(slow_wave["task_id"].to_list())
 
@@ -301,7 +302,17 @@ def task_hints(ctx: Context) -> list[Hint]:
     See ``tests/summaries/test_hints.py``; a balanced trace gives none.
     """
     opts = ctx.options
-    critical = pl.col("running_cp_share") >= opts.task_min_share
+    # A task holds the path back when it carries CP where it runs, or when
+    # its stage is on the critical path (a straggler that ends with the
+    # other slots' queue shares its CP with them; the replay then says
+    # what a copy of it saves).
+    stages = ctx.operator.filter(
+        pl.col("stage_id").is_not_null()
+        & (pl.col("cp_share") >= opts.task_stage_min_share)
+    )["stage_id"]
+    critical = (pl.col("running_cp_share") >= opts.task_min_share) | pl.col(
+        "stage_id"
+    ).is_in(stages.implode())
     tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
     if tasks.is_empty():
         return []
