@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "eventlogs" / "pu
 WINDOW_NS = 1_000_000_000
 #: ``key=value`` of a Spark setting in an action.
 _SETTING = re.compile(r"\b(spark\.[A-Za-z0-9_.]+)=([^\s,;)]+)")
-_NOT_A_NUMBER = re.compile(r"\b(inf|nan)\b", re.IGNORECASE)
+_NOT_A_NUMBER = re.compile(r"\b(inf|nan)(x\b|\b)", re.IGNORECASE)  # "infx" too
 
 
 def event_logs(root: Path = ROOT) -> list[Path]:

@@ -13,6 +13,7 @@ from sparktrail.tracer import (
     EventLogWarning,
     ImportStats,
     import_eventlog,
+    import_trace,
 )
 from tests.paths import SHARED_LOG
 
@@ -130,3 +131,26 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     with pytest.warns(EventLogWarning):
         assert main(["import", str(bad), "-o", str(out)]) == 2
     assert str(bad) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "properties",
+    ['"not an object"', "[1, 2]", '{"spark.master": 7, "spark.speculation": null}'],
+)
+def test_malformed_properties_still_profile(
+    tmp_path: Path, properties: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the shared log with its EnvironmentUpdate's properties broken
+    lines = list(LINES)
+    env = next(i for i, line in enumerate(lines) if "EnvironmentUpdate" in line)
+    event = '{"Event":"SparkListenerEnvironmentUpdate","Spark Properties":'
+    lines[env] = f"{event}{properties}}}\n"
+    log = write(tmp_path, lines)
+    # WHEN it is imported THEN the context has no properties to trust
+    trace = import_trace(log)
+    assert trace.context.setting("spark.speculation") is None
+    assert trace.context.master in (None, "7")
+    # AND it still profiles, with no rule that needs the master firing on
+    # a guess (idle capacity needs a non-local master it was told)
+    assert main(["profile", str(log), "-o", str(tmp_path / "out")]) == 0
+    assert "Hints (" in capsys.readouterr().out
