@@ -344,3 +344,68 @@ def test_a_critical_stage_without_task_ids_gives_no_parallelism_hint():
     )
     # WHEN hints are computed  THEN none, and no crash
     assert "parallelism" not in hints(trace, 100)["kind"].to_list()
+
+
+def test_slow_first_waves_are_start_up_not_stragglers():
+    # GIVEN a stage of 12 tasks on 2 slots whose two first tasks each take
+    # 10x the median (the executor's Python workers starting)
+    t = Trace()
+    for s in (0, 1):
+        t.task(f"exec-1/{s}", 0, [("processing", 100)])
+    for i in range(5):
+        for s in (0, 1):
+            t.task(f"exec-1/{s}", 100 + 10 * i, [("processing", 10)])
+    # WHEN hints are computed  THEN neither is a straggler task
+    assert "straggler_task" not in hints(t.frame(), 150)["kind"].to_list()
+
+
+def test_a_killed_speculative_copy_is_no_straggler():
+    # GIVEN the straggling task of skewed_stage is a killed speculative copy
+    frame = skewed_stage(100).with_columns(
+        pl.when(pl.col("task_id") == 0)
+        .then(pl.lit("killed"))
+        .otherwise(pl.lit("success"))
+        .alias("status"),
+        (pl.col("task_id") == 0).alias("speculative"),
+    )
+    # THEN it is not flagged: the original won
+    assert "straggler_task" not in hints(frame, 100)["kind"].to_list()
+
+
+def test_tiny_partitions_by_bytes_are_over_partitioned():
+    # GIVEN 40 tasks of 200 ms (a busy machine) on 2 slots, each reading 400 B,
+    # half of each task launching and deserializing it
+    t = Trace()
+    for i in range(20):
+        for s in (0, 1):
+            t.task(
+                f"exec-1/{s}",
+                200 * i,
+                [("scheduling", 60), ("deserialization", 40), ("processing", 100)],
+                nbytes=400,
+                stage=3,
+            )
+    frame = hints(t.frame(), 1000, MET)
+    # THEN over_partitioned names the stage and 2 partitions (one per slot)
+    row, ev = only(frame, "over_partitioned")
+    assert row["stage_id"] == 3 and ev["suggested_partitions"] == 2
+    assert "spark.sql.shuffle.partitions=2" in row["action"]
+    assert "scheduling_bound" not in frame["kind"].to_list()  # not twice
+    assert row["predicted_saving_ns"] > 0
+
+
+def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
+    # GIVEN two one-core executors running the same 2 stages; executor 2's
+    # tasks take 2.5x as long
+    t = Trace()
+    for stage in (0, 1):
+        start = 1000 * stage
+        for i in range(4):
+            t.task("exec-1/0", start + 100 * i, [("processing", 100)], stage=stage)
+        for i in range(2):
+            t.task("exec-2/0", start + 250 * i, [("processing", 250)], stage=stage)
+    frame = hints(t.frame(), 2000, MET)
+    # THEN executor 2 is named, with its slowdown
+    row, ev = only(frame, "straggler_executor")
+    assert row["executor_id"] == "2"
+    assert ev["slowdown"] == pytest.approx(2.5)
