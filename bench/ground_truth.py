@@ -2,9 +2,9 @@
 bottleneck each, the diagnosis an experienced Spark engineer would give, and
 its fix.
 
-Command (about 6 minutes on 2 cores with ``--rounds 3``)::
+Command (BENCHMARKS.md has the one of its results and how long it took)::
 
-    .venv/bin/python -m bench.ground_truth --out /tmp/gt --rounds 3
+    .venv/bin/python -m bench.ground_truth --out /tmp/gt --rounds 3 --cluster-rounds 1
 
 Every workload of :data:`WORKLOADS` runs in two variants, ``base`` (the
 bottleneck) and ``fixed`` (the fix an engineer would apply), ``--rounds``
@@ -129,7 +129,7 @@ def _by_value() -> None:
 #: skewed_join: the big side's rows and partitions, shuffle partitions, and
 #: the share of rows on the hot key (0).
 JOIN_ROWS, JOIN_MAP_PARTITIONS, JOIN_SHUFFLE_PARTITIONS, JOIN_SALTS = (
-    2_000_000,
+    1_000_000,
     6,
     8,
     8,
@@ -149,7 +149,7 @@ DRIVER_SECONDS, DRIVER_JOBS = 3.5, 3
 
 
 def skewed_join(spark: Any, fixed: bool) -> None:
-    """A shuffle hash join where key 0 holds half of 2 M rows (AQE off).
+    """A shuffle hash join where key 0 holds half of 1 M rows (AQE off).
 
     Fix: salt the hot key over :data:`JOIN_SALTS` sub-keys on the big side
     and replicate its row on the small side, so its rows spread over the
@@ -762,10 +762,17 @@ def fmt_s(ns: float | None) -> str:
 
 
 def run_all(
-    out: Path, rounds: int, names: list[str], variants: tuple[str, ...]
+    out: Path,
+    rounds: int,
+    names: list[str],
+    variants: tuple[str, ...],
+    cluster_rounds: int | None = None,
 ) -> dict[str, dict[str, list[float]]]:
-    """Run ``names`` ``rounds`` times in each of ``variants``; their wall
-    times (also merged into ``OUT/walls.json``), first-round logs in OUT."""
+    """Run ``names`` ``rounds`` times (``cluster_rounds`` on local-cluster)
+    in each of ``variants``; their wall times (also merged into
+    ``OUT/walls.json``), first-round logs in OUT."""
+    if cluster_rounds is None:
+        cluster_rounds = rounds
     out.mkdir(parents=True, exist_ok=True)
     os.environ["SPARK_HOME"] = str(spark_home(out / ".spark"))
     chosen = [WORKLOADS[n] for n in names]
@@ -779,8 +786,10 @@ def run_all(
     if any(w.master == LOCAL for w in chosen):
         warm_jvm()
         _progress("JVM warm-up", started)
-    for r in range(rounds):
+    for r in range(max(rounds, cluster_rounds)):
         for w in chosen:
+            if r >= (rounds if w.master == LOCAL else cluster_rounds):
+                continue
             order = variants if r % 2 == 0 else variants[::-1]
             for variant in order:
                 events = out / ".spark" / "events" / f"{w.name}-{variant}-{r}"
@@ -901,6 +910,12 @@ def main(argv: list[str] | None = None) -> int:
         default=("base", "fixed"),
         help="variants to run (default both)",
     )
+    parser.add_argument(
+        "--cluster-rounds",
+        type=int,
+        help="runs per variant on local-cluster (default --rounds; each run "
+        "starts two executor JVMs)",
+    )
     parser.add_argument("--no-profile", action="store_true", help="skip profiling")
     parser.add_argument(
         "--profile-only",
@@ -916,11 +931,14 @@ def main(argv: list[str] | None = None) -> int:
         known = json.loads((args.out / "walls.json").read_text())
         walls = {n: known[n] for n in names if n in known}
     else:
-        walls = run_all(args.out, args.rounds, names, tuple(args.variants))
+        walls = run_all(
+            args.out, args.rounds, names, tuple(args.variants), args.cluster_rounds
+        )
     if args.copy_logs is not None:
         copy_logs(args.out, args.copy_logs, list(walls))
     results = results_of(args.out, walls, not args.no_profile)
     results["rounds"] = args.rounds
+    results["cluster_rounds"] = args.cluster_rounds or args.rounds
     results["seconds"] = round(time.monotonic() - started, 1)
     (args.out / "summary.json").write_text(json.dumps(results, indent=2, default=str))
     print(table(results))
