@@ -132,7 +132,7 @@ JOIN_ROWS, JOIN_MAP_PARTITIONS, JOIN_SHUFFLE_PARTITIONS, JOIN_SALTS = (
     1_000_000,
     6,
     8,
-    8,
+    32,
 )
 HOT_KEY = 0
 #: over_partitioned: the shuffle partitions before and after the fix.
