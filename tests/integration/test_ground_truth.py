@@ -30,6 +30,7 @@ import sparktrail
 from bench import ground_truth as gt
 from sparktrail import workloads
 from sparktrail.cli.profile import hints_json
+from sparktrail.pag.trace import load_trace
 from sparktrail.tracer import attach, detach, import_trace
 
 pytestmark = pytest.mark.integration
@@ -76,9 +77,14 @@ def run_traced(
             workload.run(spark, False)
         finally:
             detach(spark)
-    trace = sparktrail.read_trace(out)
-    summaries, hints = summarize(trace)
-    return trace, summaries, gt.diagnose(workload, hints, trace, setup_jobs=0)
+    # With its context (master, executors' cores, the jobs' own times).
+    traced = load_trace(out)
+    summaries, hints = summarize(traced)
+    return (
+        traced.frame,
+        summaries,
+        gt.diagnose(workload, hints, traced.frame, setup_jobs=0),
+    )
 
 
 def hints_of(summaries: sparktrail.Summaries, kind: str) -> list[dict[str, Any]]:
@@ -154,7 +160,7 @@ def test_c_tiny_partitions_are_scheduling_bound(spark: Any, tmp_path: Path) -> N
         workloads.many_tiny_tasks(spark, TINY_TASKS)
     finally:
         detach(spark)
-    _, hints = summarize(sparktrail.read_trace(tmp_path / "trace"))
+    _, hints = summarize(load_trace(tmp_path / "trace"))
     # THEN a hint proposes fewer partitions
     proposals = [
         h for h in hints if h["kind"] in ("scheduling_bound", "over_partitioned")
