@@ -136,12 +136,6 @@ def test_a_hot_join_key_is_a_hotspot(spark: Any, tmp_path: Path) -> None:
 # -- 2. over-partitioned shuffle -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11: live-traced, 400 reducers on 200,000 rows give no "
-    "over_partitioned/scheduling_bound hint (none, or a straggler_task on the "
-    "first, cold reducer); the calmer event log gets it",
-)
 def test_b_tiny_shuffle_partitions_are_over_partitioned(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -186,11 +180,6 @@ def test_d_one_cpu_heavy_partition_needs_parallelism(
 # -- 4. straggler task -------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11: the 2 s partition of a 16-task stage gets no "
-    "straggler_task hint from the event log (passes live-traced at times)",
-)
 def test_e_a_sleeping_partition_is_a_straggler_task(spark: Any, tmp_path: Path) -> None:
     # GIVEN a stage of 16 short tasks where partition 5 sleeps 2 s (Python
     # workers started before tracing: a cold start is ~2 s a slot)
@@ -208,11 +197,6 @@ def test_e_a_sleeping_partition_is_a_straggler_task(spark: Any, tmp_path: Path) 
 # -- 6. driver-side loop between jobs ------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11: live-traced, driver_bound names one gap 'between job j "
-    "and job j+2' and one 'after job j+2 (to the end)' instead of the two gaps",
-)
 def test_f_a_driver_loop_between_jobs_is_driver_bound(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -236,11 +220,6 @@ def test_g_a_balanced_job_has_no_blaming_hint(spark: Any, tmp_path: Path) -> Non
 # -- 5. slow executor (local-cluster, child process) ---------------------------------
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11: executor 1 running every task 2.5x slower gets no "
-    "straggler_executor hint",
-)
 def test_h_a_slow_executor_is_a_straggler_executor(
     cluster_run: tuple[subprocess.Popen[str], Path],
 ) -> None:
