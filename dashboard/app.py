@@ -59,6 +59,7 @@ from .snapshots import (
     closed_label,
     window_start,
 )
+from .verdict import header_facts, verdict
 from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, whole_run_view
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "coarsen_activity",
     "communication_panel",
     "create_app",
+    "headline",
     "page_figures",
     "picker_options",
     "serve",
@@ -393,6 +395,59 @@ def communication_panel(snapshot: Snapshot, key: object) -> tuple[dict[str, str]
     return {}, ""
 
 
+def headline(snapshot: Snapshot, key: object) -> tuple[list[tuple[str, str]], str]:
+    """The application header's facts and the verdict for the picked view.
+
+    A report's header and verdict are its whole run's (as in the report).
+    While live, the header is the newest window's context (the run so far)
+    and the verdict the picked window's; the whole run has no hints
+    (:data:`~sparktrail.dashboard.whole_run.WHOLE_RUN_HINTS`), so its
+    verdict says what the critical path was made of. Nothing before the
+    first window.
+
+    >>> headline(Snapshot(source="t", status="starting"), None)
+    ([], '')
+    """
+    view = _pick(snapshot, key)
+    if view is None or not snapshot.windows:
+        return [], ""
+    try:
+        if not snapshot.live:
+            return header_facts(view.summaries), verdict(view.summaries)
+        facts = header_facts(snapshot.windows[-1].summaries, live=True)
+        if view.key == WHOLE_RUN:
+            return facts, verdict(view.summaries, hints_known=False)
+        return facts, f"This window: {verdict(view.summaries, window=True)}"
+    except (OSError, pl.exceptions.PolarsError):  # a store window gone
+        return [], ""
+
+
+def _facts(facts: list[tuple[str, str]]) -> list[Any]:
+    return [
+        html.Span(
+            [html.Span(label, style={"color": "#888", "fontSize": "0.85em"}), " ", v],
+            className="fact",
+            style={
+                "display": "inline-block",
+                "marginRight": "1.4em",
+                "maxWidth": "100%",
+                "overflowWrap": "anywhere",
+            },
+        )
+        for label, v in facts
+    ]
+
+
+_VERDICT = {
+    "fontSize": "1.15em",
+    "fontWeight": 600,
+    "margin": "0.5em 0",
+    "padding": "0.5em 0.9em",
+    "background": "#fff4e5",
+    "borderLeft": "4px solid #e08a00",
+}
+
+
 def _window_count(snapshot: Snapshot) -> int:
     if not snapshot.live and snapshot.windows:
         # A report is one whole-run view of the windows its summaries list.
@@ -427,6 +482,7 @@ def _caption(key: str) -> Any:
 
 def _layout(snapshot: Snapshot) -> html.Div:
     # The stores start at this snapshot, so the first tick does not resend it.
+    head = headline(snapshot, LATEST)
     graphs = [
         html.Section(
             [
@@ -445,6 +501,12 @@ def _layout(snapshot: Snapshot) -> html.Div:
         [
             html.H1("sparktrail", style={"marginBottom": "0.1em"}),
             html.Div(snapshot.source, id="source", style={"color": "#555"}),
+            html.Div(
+                _facts(head[0]),
+                id="app-header",
+                style={"color": "#444", "margin": "0.3em 0"},
+            ),
+            html.Div(head[1], id="verdict", style=_VERDICT),
             html.Div(
                 [
                     html.Div(
@@ -636,6 +698,17 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     )
     def hide_communication(key: Any, _: Any) -> tuple[dict[str, str], str]:
         return communication_panel(source.latest(), key)
+
+    @app.callback(
+        dash.Output("app-header", "children"),
+        dash.Output("verdict", "children"),
+        dash.Input("window-picker", "value"),
+        dash.Input("drawn-windows", "data"),
+        prevent_initial_call=True,  # the layout has them
+    )
+    def describe(key: Any, _: Any) -> tuple[list[Any], str]:
+        facts, sentence = headline(source.latest(), key)
+        return _facts(facts), sentence
 
     @app.callback(
         [dash.Output(key, "figure") for key in GRAPHS],

@@ -40,6 +40,7 @@ from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAM
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures
+from .verdict import header_facts, verdict
 
 __all__ = [
     "SECTIONS",
@@ -204,6 +205,22 @@ def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) 
     return f'<table class="facts">{cells}</table>'
 
 
+def _headline(summaries: Summaries, title: str) -> str:
+    """What ran and the verdict: the first thing in the report."""
+    facts = header_facts(summaries)
+    cells = " ".join(
+        f'<span class="fact"><span class="label">{html.escape(k)}</span> '
+        f"{html.escape(v)}</span>"
+        for k, v in facts
+    )
+    return (
+        f"<header><h1>sparktrail profile: {html.escape(title)}</h1>"
+        f'<p id="app-header" class="app-header">{cells}</p>'
+        f'<p id="verdict" class="verdict">{html.escape(verdict(summaries))}</p>'
+        "</header>"
+    )
+
+
 def _hints_html(hints: pl.DataFrame) -> str:
     if hints.is_empty():
         return "<p>No rebalancing hint: no rule's numbers crossed its threshold.</p>"
@@ -261,6 +278,12 @@ code { font-size: 0.85em; word-break: break-word; }
 p.note { color: #555; font-size: 0.9em; }
 p.caption { color: #555; font-size: 0.9em; margin: 0.2em 0 0; }
 th[title] { cursor: help; }
+p.app-header { color: #444; margin: 0.3em 0; }
+span.fact { display: inline-block; margin-right: 1.4em; max-width: 100%;
+       overflow-wrap: anywhere; }
+span.fact span.label { color: #888; font-size: 0.85em; }
+p.verdict { font-size: 1.2em; font-weight: 600; margin: 0.6em 0;
+       padding: 0.6em 0.9em; background: #fff4e5; border-left: 4px solid #e08a00; }
 """
 
 
@@ -320,7 +343,7 @@ def write_report(
     window = most_critical_window(summaries)
     built = _figures(summaries, cp_table, window)
     parts = [
-        f"<header><h1>sparktrail profile: {html.escape(title)}</h1></header>",
+        _headline(summaries, title),
         f'<section id="overview"><h2>{SECTIONS["overview"]}</h2>'
         f"{_overview(summaries, title, window)}</section>",
     ]

@@ -161,4 +161,5 @@ def summaries_from_partials(
         windows=windows,
         window_ns=window_ns,
         origin_ns=origin_ns,
+        context=valid.context,
     ).check()  # the summaries leave their stage here: checked once

@@ -11,28 +11,40 @@ of :data:`~sparktrail.summaries.frames.SUMMARY_FRAMES` (other files, such
 as a window's CP rows, may sit beside them). The window length and origin
 are key-value metadata of ``windows.parquet`` (:data:`WINDOW_NS_KEY`,
 :data:`ORIGIN_NS_KEY`); a folder written before they were (no metadata)
-loads with them taken from the ``windows`` frame.
+loads with them taken from the ``windows`` frame. The application's
+context (:class:`~sparktrail.pag.context.AppContext`: name, Spark version,
+master, executors, jobs) is ``context.json`` (:data:`CONTEXT_FILE`); a
+folder without it loads with an empty context.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.pag.context import AppContext
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 
 from .frames import SUMMARY_FRAMES, check_summary_frames
 
-__all__ = ["ORIGIN_NS_KEY", "WINDOW_NS_KEY", "HintOptions", "Summaries"]
+__all__ = [
+    "CONTEXT_FILE",
+    "ORIGIN_NS_KEY",
+    "WINDOW_NS_KEY",
+    "HintOptions",
+    "Summaries",
+]
 
 #: Parquet metadata keys of ``windows.parquet`` that hold the window length
 #: and the start of window 0.
 WINDOW_NS_KEY = "sparktrail.window_ns"
 ORIGIN_NS_KEY = "sparktrail.origin_ns"
+#: The file beside the frames that holds the application's context (JSON).
+CONTEXT_FILE = "context.json"
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,9 @@ class Summaries:
         cp_total, has_paths, active_workers, active_executors``.
     window_ns, origin_ns
         The window length and the start of window 0.
+    context
+        What the application ran with (name, Spark version, master,
+        executors, jobs), from the trace; empty when the trace has none.
     """
 
     activity: pl.DataFrame
@@ -142,6 +157,7 @@ class Summaries:
     windows: pl.DataFrame
     window_ns: int
     origin_ns: int
+    context: AppContext = field(default_factory=AppContext)
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """Every frame by name, in the order of ``SUMMARY_FRAMES``."""
@@ -173,8 +189,8 @@ class Summaries:
         >>> s = summarize(t, 4)
         >>> with tempfile.TemporaryDirectory() as d:
         ...     back = Summaries.load(s.save(d))
-        >>> back.window_ns, back.activity.equals(s.activity)
-        (4, True)
+        >>> back.window_ns, back.activity.equals(s.activity), back.context == s.context
+        (4, True, True)
         """
         target = Path(folder)
         target.mkdir(parents=True, exist_ok=True)
@@ -184,6 +200,7 @@ class Summaries:
                 target / f"{name}.parquet",
                 metadata=meta if name == "windows" else None,
             )
+        (target / CONTEXT_FILE).write_text(self.context.to_json(), encoding="utf-8")
         return target
 
     @classmethod
@@ -214,7 +231,9 @@ class Summaries:
             If a frame's columns or dtypes are not its declared ones (the
             message names the file and the column).
         InputError
-            If a file is not Parquet, or its metadata not an integer.
+            If a file is not Parquet, or its metadata not an integer, or
+            ``context.json`` not a context (a missing one is an empty
+            context: an older sparktrail).
         """
         root = Path(folder)
         frames = {}
@@ -236,7 +255,26 @@ class Summaries:
             saved = _saved_window(root / "windows.parquet", frames["windows"])
             window_ns = saved[0] if window_ns is None else window_ns
             origin_ns = saved[1] if origin_ns is None else origin_ns
-        return cls(**frames, window_ns=window_ns, origin_ns=origin_ns)
+        return cls(
+            **frames,
+            window_ns=window_ns,
+            origin_ns=origin_ns,
+            context=_saved_context(root / CONTEXT_FILE),
+        )
+
+
+def _saved_context(path: Path) -> AppContext:
+    """The context in ``path``, or an empty one when there is no such file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return AppContext()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot be read ({err})") from err
+    try:
+        return AppContext.from_json(text)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from err
 
 
 def _saved_window(path: Path, windows: pl.DataFrame) -> tuple[int, int]:

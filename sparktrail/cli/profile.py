@@ -30,6 +30,7 @@ from sparktrail.dashboard.report import (
     write_summaries,
 )
 from sparktrail.dashboard.snapshots import REPORT_CP
+from sparktrail.dashboard.verdict import header_line, verdict
 from sparktrail.engines import summarize
 from sparktrail.engines.batch import Progress
 from sparktrail.errors import InputError
@@ -226,9 +227,12 @@ def _pct(value: Any) -> str:
 def print_summary(
     summaries: Summaries, name: str, rows: int, out_dir: Path, top: int, out: TextIO
 ) -> None:
-    """The terminal summary: top stages, workers vs fair share, the hints."""
+    """The terminal summary: what ran and the verdict, then top stages,
+    workers vs fair share, the hints."""
     windows = summaries.windows
     paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
+    print(header_line(summaries), file=out)
+    print(f"Verdict: {verdict(summaries)}\n", file=out)
     print(
         f"{name}: {rows} trace rows, {len(windows)} windows of "
         f"{summaries.window_ns / 1e9:g} s ({paths} with a critical path)",

@@ -322,3 +322,21 @@ def test_the_summary_step_shows_its_window_batches(
     batches = [d for d in descriptions if "batch" in d]
     assert batches and batches[-1].startswith("summaries and hints: batch 1/")
     assert descriptions.index(batches[-1]) < len(descriptions) - 1
+
+
+def test_terminal_summary_starts_with_the_header_and_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the shared log (Spark 2.3.0 shell, local[*], start-up 3/4 of it)
+    assert main(["profile", str(LOG), "-o", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # THEN the first line says what ran, the second the verdict
+    assert lines[0] == (
+        "Spark shell (local-1532512550423) · Spark 2.3.0 · local[*] (client mode) "
+        "· 16 s wall time · local, 4 cores · 2 jobs, 2 stages, 8 tasks"
+    )
+    assert lines[1].startswith("Verdict: Start-up took 75% of the run; the 2 jobs ran")
+    assert lines[1].endswith("with no bottleneck worth acting on.")
+    # AND the context travels with the summaries for `serve --report`
+    back = AppContext.from_json((tmp_path / "summaries" / "context.json").read_text())
+    assert back.app_id == "local-1532512550423"

@@ -8,9 +8,12 @@ import polars as pl
 import pytest
 
 from sparktrail.engines import summarize
+from sparktrail.errors import InputError
+from sparktrail.pag.context import AppContext, JobSpan
 from sparktrail.pag.tables import SchemaError
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, SUMMARY_FRAMES
+from sparktrail.summaries.result import CONTEXT_FILE
 from tests.summaries.builders import MS, shuffle_join
 
 
@@ -23,6 +26,7 @@ def assert_equal(a: Summaries, b: Summaries) -> None:
     for name in SUMMARY_FRAMES:
         assert getattr(a, name).equals(getattr(b, name)), name
     assert (a.window_ns, a.origin_ns) == (b.window_ns, b.origin_ns)
+    assert a.context == b.context
 
 
 def test_round_trip_is_equal(summaries, tmp_path):
@@ -31,9 +35,10 @@ def test_round_trip_is_equal(summaries, tmp_path):
     # WHEN they are saved and loaded
     folder = summaries.save(tmp_path / "s")
     back = Summaries.load(folder)
-    # THEN every frame, dtype and the window length and origin come back
+    # THEN every frame, dtype, the window length and origin and the
+    # application's context come back
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        f"{name}.parquet" for name in SUMMARY_FRAMES
+        [f"{name}.parquet" for name in SUMMARY_FRAMES] + [CONTEXT_FILE]
     )
     assert_equal(back, summaries)
 
@@ -86,3 +91,20 @@ def test_summaries_with_a_wrong_column_are_refused_when_built(summaries):
     # WHEN they are checked (as summaries_from_partials does)
     with pytest.raises(SchemaError, match="straggler: missing column 'ratio'"):
         broken.check()
+
+
+def test_the_context_round_trips_and_an_old_folder_has_an_empty_one(
+    summaries, tmp_path
+):
+    # GIVEN summaries with an application context, saved
+    context = AppContext(app_id="app-1", master="yarn", jobs=(JobSpan(0, 1, 2),))
+    folder = dataclasses.replace(summaries, context=context).save(tmp_path / "s")
+    # THEN it loads back equal
+    assert Summaries.load(folder).context == context
+    # AND a folder from before the context (no context.json) loads empty
+    (folder / CONTEXT_FILE).unlink()
+    assert Summaries.load(folder).context == AppContext()
+    # AND a damaged one is refused naming the file
+    (folder / CONTEXT_FILE).write_text("[]")
+    with pytest.raises(InputError, match=r"context\.json"):
+        Summaries.load(folder)

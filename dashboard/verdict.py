@@ -1,0 +1,386 @@
+"""The first thing a user reads: the application header and the verdict.
+
+Pure functions of :class:`~sparktrail.summaries.Summaries` (its frames and
+its :class:`~sparktrail.pag.context.AppContext`), shared by the report,
+the dashboard and ``sparktrail profile``'s terminal summary:
+
+* :func:`header_facts`: what ran: the application's name and id, Spark
+  version, master and deploy mode, wall time, executors × cores, and how
+  many jobs, stages and tasks;
+* :func:`verdict`: one sentence: what holds the run back and what to do
+  first, from the top shown hint (its predicted saving); without one, what
+  the critical path was made of; without any Spark job, that there was
+  nothing to profile.
+
+Assumptions
+-----------
+* Hints come most severe first (:func:`~sparktrail.summaries.hints.
+  rebalancing_hints` sorts them); ``info`` hints are not shown.
+* Any context field may be missing (a hand-made trace has none): a fact
+  that is not known is left out, never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from sparktrail.pag.context import AppContext, local_cores
+from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.summaries import Summaries
+from sparktrail.summaries.frames import CP_SHARE
+from sparktrail.summaries.hints import shown_hints
+
+from .figures import saving_text
+
+__all__ = [
+    "NO_JOB",
+    "header_facts",
+    "header_line",
+    "verdict",
+]
+
+#: The verdict of a run in which no Spark job (or no task) ran.
+NO_JOB = "No Spark job ran: nothing to profile."
+
+#: What a hint of each kind says holds the run back, and what to do first.
+#: ``{stage}``, ``{executor}`` and ``{partition}`` name what the hint names.
+_KIND_TEXT: dict[str, tuple[str, str]] = {
+    "straggler_executor": (
+        "executor {executor} is a straggler",
+        "move work off it (speculation, or a healthier host)",
+    ),
+    "straggler_task": (
+        "a straggler task{partition} of {stage} holds its stage back",
+        "let Spark re-launch slow tasks (spark.speculation)",
+    ),
+    "hotspot": (
+        "a skewed partition{partition} of {stage} holds its stage back",
+        "split the hot key (AQE skew join, or salting)",
+    ),
+    "skew_unsplittable": (
+        "a skewed key{partition} of {stage} holds its stage back",
+        "salt the hot key or handle it apart",
+    ),
+    "parallelism": (
+        "{stage} has too few tasks for the slots it could use",
+        "split its work into more partitions",
+    ),
+    "over_partitioned": (
+        "{stage} runs many tiny tasks whose fixed costs dominate",
+        "use fewer, larger partitions",
+    ),
+    "scheduling_bound": (
+        "scheduling and deserializing short tasks of {stage} dominate",
+        "use fewer, larger partitions",
+    ),
+    "shuffle_bound": (
+        "fetching shuffle blocks{in_stage} holds the run back",
+        "shuffle less (broadcast the smaller side of a join)",
+    ),
+    "driver_bound": (
+        "driver code between Spark jobs holds the run back",
+        "look at what the program does between its jobs",
+    ),
+    "idle_capacity": (
+        "executor slots sit idle most of the run",
+        "release idle executors sooner (dynamic allocation)",
+    ),
+    "gc_bound": (
+        "JVM garbage collection{in_stage} holds the run back",
+        "give the executors more memory per task",
+    ),
+    "spill": (
+        "tasks of {stage} spill to disk",
+        "give them more memory, or split the stage into more tasks",
+    ),
+}
+
+#: How the verdict names an activity that dominates a run without a hint.
+_ACTIVITY_TEXT: dict[str, str] = {
+    "startup": "Start-up",
+    "driver": "Driver code between jobs",
+    "processing": "Task computation",
+    "scheduling": "Task scheduling",
+    "deserialization": "Task deserialization",
+    "serialization": "Result serialization",
+    "shuffle_read": "Shuffle reads",
+    "shuffle_write": "Shuffle writes",
+    "result": "Sending task results",
+    "gc": "Garbage collection",
+    "waiting": "Waiting for work",
+    "control": "Messages between driver and executors",
+    "data": "Data transfers",
+}
+
+
+def _duration(ns: float) -> str:
+    """A wall time for people: ``1.7 s``, ``2 min 5 s``, ``120 ms``.
+
+    >>> _duration(1.7e9), _duration(125e9), _duration(1.2e8), _duration(4e12)
+    ('1.7 s', '2 min 5 s', '120 ms', '1 h 6 min')
+    """
+    seconds = ns / 1e9
+    if seconds < 1:
+        return f"{ns / 1e6:.3g} ms"
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _span_ns(summaries: Summaries) -> int | None:
+    """The run's wall time: the context's, else the windows' span."""
+    context = summaries.context
+    if context.start_ns is not None and context.end_ns is not None:
+        return max(0, context.end_ns - context.start_ns)
+    windows = summaries.windows
+    if windows.is_empty():
+        return None
+    first = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
+    last = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+    start = context.start_ns if context.start_ns is not None else first
+    return max(0, last - start)
+
+
+def _executors(context: AppContext) -> str | None:
+    """Executors × cores, or ``local, N cores`` (``None``: unknown).
+
+    >>> from sparktrail.pag.context import ExecutorLife
+    >>> _executors(AppContext(master="local[*]",
+    ...     executors=(ExecutorLife("driver", 4),)))
+    'local, 4 cores'
+    >>> _executors(AppContext(master="yarn",
+    ...     executors=(ExecutorLife("1", 2), ExecutorLife("2", 2))))
+    '2 executors × 2 cores'
+    >>> _executors(AppContext(master="yarn",
+    ...     executors=(ExecutorLife("1", 2), ExecutorLife("2", 4))))
+    '2 executors, 6 cores'
+    """
+    if context.is_local:
+        local = context.executor_cores().get("driver") or local_cores(context.master)
+        return f"local, {_plural(local, 'core')}" if local else "local"
+    lives = [e for e in context.executors if e.executor_id != "driver"]
+    if not lives:
+        return None
+    count = _plural(len(lives), "executor")
+    cores = [e.cores for e in lives]
+    if any(c is None for c in cores):
+        return count
+    if len(set(cores)) == 1:
+        return f"{count} × {_plural(int(cores[0] or 0), 'core')}"
+    return f"{count}, {sum(c or 0 for c in cores)} cores"
+
+
+def _counts(summaries: Summaries) -> tuple[int | None, int, int | None]:
+    """``(jobs, stages, tasks)`` of the run (``None``: not known)."""
+    operator = summaries.operator
+    jobs: int | None = len(summaries.context.jobs) or None
+    if "stage_id" not in operator.columns:
+        return jobs, 0, None
+    stages = operator.filter(pl.col("stage_id").is_not_null())
+    if jobs is None and "job_id" in stages.columns:
+        jobs = stages["job_id"].drop_nulls().n_unique() or None
+    tasks = int(stages["tasks"].sum()) if "tasks" in stages.columns else None
+    return jobs, stages["stage_id"].n_unique(), tasks
+
+
+def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str, str]]:
+    """What ran, as ``(label, value)`` pairs; unknown facts are left out.
+
+    ``live``: ``summaries`` are the newest window of a run still going:
+    the wall time is "so far" and only the jobs (the context's) are
+    counted, since a window's stages and tasks are not the run's.
+
+    Examples
+    --------
+    >>> from sparktrail.pag.context import ExecutorLife
+    >>> from sparktrail.summaries.frames import SUMMARY_SCHEMAS
+    >>> frames = {n: pl.DataFrame(schema=s) for n, s in SUMMARY_SCHEMAS.items()}
+    >>> frames["operator"] = pl.DataFrame({"stage_id": [0, 1], "job_id": [0, 0],
+    ...     "tasks": [200, 8]})
+    >>> context = AppContext(app_id="app-1", app_name="etl", spark_version="3.5.1",
+    ...     master="yarn", deploy_mode="cluster", start_ns=0, end_ns=90 * 10**9,
+    ...     executors=(ExecutorLife("1", 4), ExecutorLife("2", 4)))
+    >>> s = Summaries(**frames, window_ns=10**9, origin_ns=0, context=context)
+    >>> for label, value in header_facts(s):
+    ...     print(f"{label}: {value}")
+    application: etl (app-1)
+    Spark: 3.5.1
+    master: yarn (cluster mode)
+    wall time: 1 min 30 s
+    executors: 2 executors × 4 cores
+    work: 1 job, 2 stages, 208 tasks
+    """
+    context = summaries.context
+    facts: list[tuple[str, str]] = []
+    name, app_id = context.app_name, context.app_id
+    if name and app_id:
+        facts.append(("application", f"{name} ({app_id})"))
+    elif name or app_id:
+        facts.append(("application", str(name or app_id)))
+    if context.spark_version:
+        facts.append(("Spark", context.spark_version))
+    if context.master:
+        mode = f" ({context.deploy_mode} mode)" if context.deploy_mode else ""
+        facts.append(("master", context.master + mode))
+    span = _span_ns(summaries)
+    if span is not None:
+        so_far = " so far" if live and context.end_ns is None else ""
+        facts.append(("wall time", _duration(span) + so_far))
+    executors = _executors(context)
+    if executors:
+        facts.append(("executors", executors))
+    jobs, stages, tasks = _counts(summaries)
+    if live:
+        if context.jobs:
+            facts.append(("work", _plural(len(context.jobs), "job")))
+        return facts
+    if stages == 0 and not jobs:
+        facts.append(("work", "no Spark job"))
+        return facts
+    work = [_plural(jobs, "job")] if jobs is not None else []
+    work.append(_plural(stages, "stage"))
+    if tasks is not None:
+        work.append(_plural(tasks, "task"))
+    facts.append(("work", ", ".join(work)))
+    return facts
+
+
+def header_line(summaries: Summaries, *, live: bool = False) -> str:
+    """:func:`header_facts` on one line, for a terminal.
+
+    >>> from sparktrail.summaries.frames import SUMMARY_SCHEMAS
+    >>> frames = {n: pl.DataFrame(schema=s) for n, s in SUMMARY_SCHEMAS.items()}
+    >>> s = Summaries(**frames, window_ns=10**9, origin_ns=0,
+    ...     context=AppContext(app_name="etl", spark_version="3.5.1"))
+    >>> header_line(s)
+    'etl · Spark 3.5.1 · no Spark job'
+    """
+    parts = []
+    for label, value in header_facts(summaries, live=live):
+        if label == "Spark":
+            parts.append(f"Spark {value}")
+        elif label == "wall time":
+            parts.append(f"{value} wall time")
+        else:
+            parts.append(value)
+    return " · ".join(parts)
+
+
+def _stage_name(summaries: Summaries, stage_id: Any) -> str:
+    if stage_id is None:
+        return "a stage"
+    operator = summaries.operator
+    if "stage_id" in operator.columns and "name" in operator.columns:
+        rows = operator.filter(pl.col("stage_id") == stage_id)["name"].drop_nulls()
+        if len(rows):
+            return f"stage {stage_id} ({rows[0]})"
+    return f"stage {stage_id}"
+
+
+def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
+    kind = str(hint.get("kind"))
+    stage_id = hint.get("stage_id")
+    partition = hint.get("partition")
+    names = {
+        "stage": _stage_name(summaries, stage_id),
+        "executor": str(hint.get("executor_id") or "?"),
+        "partition": f" (partition {partition})" if partition is not None else "",
+        "in_stage": f" in {_stage_name(summaries, stage_id)}"
+        if stage_id is not None
+        else "",
+    }
+    problem, first = _KIND_TEXT.get(
+        kind, (f"a {kind.replace('_', ' ')} finding", "see its action below")
+    )
+    problem = problem.format(**names)
+    saving = saving_text(hint)
+    if kind == "idle_capacity":
+        gain = f", which frees {saving}" if saving else ""
+    else:
+        gain = f", which saves {saving}" if saving else ""
+    return f"{problem[0].upper()}{problem[1:]}: {first.format(**names)} first{gain}."
+
+
+def _job_time_ns(context: AppContext) -> int | None:
+    """How long some job was running (the union of the jobs' spans)."""
+    spans = sorted(
+        (j.start_ns, j.end_ns)
+        for j in context.jobs
+        if j.start_ns is not None and j.end_ns is not None
+    )
+    if not spans:
+        return None
+    total, (start, end) = 0, spans[0]
+    for a, b in spans[1:]:
+        if a > end:
+            total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return total + end - start
+
+
+def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
+    top = summaries.activity.filter(pl.col(CP_SHARE) > 0).head(1)
+    if top.is_empty():
+        return "No critical path was found: no window has a path from start to end."
+    activity, share = top.row(0)[0], float(top[CP_SHARE][0])
+    name = _ACTIVITY_TEXT.get(activity, activity)
+    head = f"{name} took {share:.0%} of the run"
+    time = _job_time_ns(summaries.context)
+    if jobs is not None and time is not None:
+        ran = f"the {_plural(jobs, 'job')} ran {_duration(time)}"
+        if jobs == 1:
+            ran = f"the one job ran {_duration(time)}"
+    elif jobs is not None:
+        ran = f"the {_plural(jobs, 'job')} ran"
+    else:
+        ran = "the run had"
+    return f"{head}; {ran} with no bottleneck worth acting on."
+
+
+def verdict(
+    summaries: Summaries, *, hints_known: bool = True, window: bool = False
+) -> str:
+    """One sentence: what holds the run back and what to do first.
+
+    From the top shown hint (most severe first) with its predicted saving;
+    with no hint shown, what the critical path was mostly made of; with no
+    Spark job (or no task) in the run, :data:`NO_JOB`. ``hints_known``
+    False (a view without hints, e.g. the live dashboard's whole run) says
+    what the critical path was made of and where hints are. ``window``:
+    ``summaries`` are one window of a live run (a window without tasks
+    says so, not that the run had none).
+
+    Examples
+    --------
+    >>> from sparktrail.summaries.frames import SUMMARY_SCHEMAS
+    >>> frames = {n: pl.DataFrame(schema=s) for n, s in SUMMARY_SCHEMAS.items()}
+    >>> verdict(Summaries(**frames, window_ns=1, origin_ns=0))
+    'No Spark job ran: nothing to profile.'
+    """
+    jobs, stages, tasks = _counts(summaries)
+    context = summaries.context
+    if window and (stages == 0 or tasks == 0):
+        return "No Spark task ran in this window."
+    if (context.known and not context.jobs) or stages == 0 or tasks == 0:
+        return NO_JOB
+    if not hints_known:
+        return (
+            _activity_verdict(summaries, jobs).split(";")[0]
+            + "; pick a window for its hints."
+        )
+    hints = shown_hints(summaries.hints)
+    if not hints.is_empty():
+        return _hint_verdict(summaries, hints.row(0, named=True))
+    return _activity_verdict(summaries, jobs)
