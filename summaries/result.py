@@ -13,8 +13,9 @@ are key-value metadata of ``windows.parquet`` (:data:`WINDOW_NS_KEY`,
 :data:`ORIGIN_NS_KEY`); a folder written before they were (no metadata)
 loads with them taken from the ``windows`` frame. The application's
 context (:class:`~sparktrail.pag.context.AppContext`: name, Spark version,
-master, executors, jobs) is ``context.json`` (:data:`CONTEXT_FILE`); a
-folder without it loads with an empty context.
+master, executors, jobs) is ``context.json`` (:data:`CONTEXT_FILE`),
+written when anything is known; a folder without it (an empty context, or
+an older sparktrail) loads with an empty context.
 """
 
 from __future__ import annotations
@@ -200,7 +201,11 @@ class Summaries:
                 target / f"{name}.parquet",
                 metadata=meta if name == "windows" else None,
             )
-        (target / CONTEXT_FILE).write_text(self.context.to_json(), encoding="utf-8")
+        context = target / CONTEXT_FILE
+        if self.context.known:
+            context.write_text(self.context.to_json(), encoding="utf-8")
+        else:  # nothing known: no file, as before contexts were saved
+            context.unlink(missing_ok=True)
         return target
 
     @classmethod

@@ -35,10 +35,10 @@ def test_round_trip_is_equal(summaries, tmp_path):
     # WHEN they are saved and loaded
     folder = summaries.save(tmp_path / "s")
     back = Summaries.load(folder)
-    # THEN every frame, dtype, the window length and origin and the
-    # application's context come back
+    # THEN every frame, dtype and the window length and origin come back
+    # (a trace without a context: no context.json)
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [f"{name}.parquet" for name in SUMMARY_FRAMES] + [CONTEXT_FILE]
+        f"{name}.parquet" for name in SUMMARY_FRAMES
     )
     assert_equal(back, summaries)
 
@@ -99,7 +99,8 @@ def test_the_context_round_trips_and_an_old_folder_has_an_empty_one(
     # GIVEN summaries with an application context, saved
     context = AppContext(app_id="app-1", master="yarn", jobs=(JobSpan(0, 1, 2),))
     folder = dataclasses.replace(summaries, context=context).save(tmp_path / "s")
-    # THEN it loads back equal
+    # THEN it is context.json beside the frames, and loads back equal
+    assert (folder / CONTEXT_FILE).is_file()
     assert Summaries.load(folder).context == context
     # AND a folder from before the context (no context.json) loads empty
     (folder / CONTEXT_FILE).unlink()
@@ -108,3 +109,6 @@ def test_the_context_round_trips_and_an_old_folder_has_an_empty_one(
     (folder / CONTEXT_FILE).write_text("[]")
     with pytest.raises(InputError, match=r"context\.json"):
         Summaries.load(folder)
+    # AND saving an empty context over it leaves no stale file
+    dataclasses.replace(summaries, context=AppContext()).save(folder)
+    assert not (folder / CONTEXT_FILE).exists()
