@@ -233,6 +233,8 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
         mode = f" ({context.deploy_mode} mode)" if context.deploy_mode else ""
         facts.append(("master", context.master + mode))
     span = _span_ns(summaries)
+    if live and context.start_ns is None:
+        span = None  # one window's span is not the run's
     if span is not None:
         so_far = " so far" if live and context.end_ns is None else ""
         facts.append(("wall time", _duration(span) + so_far))
