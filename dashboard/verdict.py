@@ -84,7 +84,7 @@ _KIND_TEXT: dict[str, tuple[str, str]] = {
         "look at what the program does between its jobs",
     ),
     "idle_capacity": (
-        "executor slots sit idle most of the run",
+        "executor slots sit idle much of the run",
         "release idle executors sooner (dynamic allocation)",
     ),
     "gc_bound": (
