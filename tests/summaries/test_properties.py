@@ -31,4 +31,4 @@ def test_shares_sum_to_one_when_a_path_exists(trace):
     assert len(per) == paths
     assert per["cp_share"].to_list() == pytest.approx([1.0] * paths)
     # AND every hint has its kind, severity and a JSON evidence object
-    assert s.hints["severity"].is_in(["high", "medium", "low"]).all()
+    assert s.hints["severity"].is_in(["high", "medium", "low", "info"]).all()
