@@ -294,6 +294,8 @@ def driver_bound(ctx: Context) -> list[Hint]:
         "Spark, or run independent actions side by side (threads, or one job "
         "instead of several)"
     )
+    # The tail is worth a word only when it is long enough to matter.
+    tail = [i for i in tail if i["duration_ns"] >= max(1e9, 0.05 * ctx.wall_ns)]
     if tail:
         action += (
             f"; after the last job it ran {fmt_s(tail[0]['duration_ns'])} more "
