@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
+from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan, local_cores
 
 from .app_records import JobRecord, StageRecord, TaskRecord, metric_values, task_status
 from .fields import (
@@ -99,10 +99,6 @@ class ImportStats:
 
 def _ns(ms: int | None) -> int | None:
     return None if ms is None else ms * MS
-
-
-def _is_local(master: str | None) -> bool:
-    return AppContext(master=master).is_local
 
 
 class SparkModel:
@@ -407,8 +403,8 @@ class SparkModel:
         cores (Spark may not announce it in old logs).
         """
         executors = dict(self.executors)
-        cores = master_cores(self.master)
-        if cores and "driver" not in executors and _is_local(self.master):
+        cores = local_cores(self.master)
+        if cores and "driver" not in executors:
             start = _ns(self.app_start_ms)
             executors["driver"] = ExecutorLife("driver", cores, added_ns=start)
         return AppContext(

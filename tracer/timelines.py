@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sparktrail.pag.context import AppContext, local_cores
+
 from .app_records import JobRecord, StageRecord, TaskRecord
 from .fields import INF, MS
 from .task_pieces import Label, task_rows
@@ -52,7 +54,6 @@ __all__ = [
     "slot_rows",
 ]
 
-_LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:\s*,\s*\d+)?\])?$")
 _LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*\d+\s*,\s*(\d+)\s*,")
 
 # Driver event kinds, in tie order they never need (order breaks ties).
@@ -71,12 +72,8 @@ def master_cores(master: str | None) -> int | None:
     if not master:
         return None
     master = master.strip()
-    match = _LOCAL.match(master)
-    if match:
-        count = match.group(1)
-        if count is None:
-            return 1
-        return None if count == "*" else int(count)
+    if AppContext(master=master).is_local:
+        return local_cores(master)
     match = _LOCAL_CLUSTER.match(master)
     return int(match.group(1)) if match else None
 
