@@ -42,7 +42,7 @@ import dash
 import flask
 import plotly.graph_objects as go
 import polars as pl
-from dash import dcc, html
+from dash import dash_table, dcc, html
 from dash.exceptions import DependencyException, PreventUpdate
 
 from sparktrail.errors import InputError
@@ -50,7 +50,7 @@ from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 from sparktrail.summaries.hints import shown_hints
 
-from . import figures
+from . import figures, spark_tables
 from .snapshots import (
     LATEST,
     Snapshot,
@@ -67,6 +67,7 @@ __all__ = [
     "GRAPHS",
     "MAX_BARS",
     "PICKER_WINDOWS",
+    "TABLES",
     "clicked_window",
     "coarsen_activity",
     "communication_panel",
@@ -75,6 +76,7 @@ __all__ = [
     "page_figures",
     "picker_options",
     "serve",
+    "table_data",
     "well_formed",
     "windows_per_bar",
 ]
@@ -98,6 +100,26 @@ CAPTIONS: dict[str, str] = {
     "critical-timeline": figures.CAPTIONS["timeline"],
     "hints": figures.CAPTIONS["hints"],
 }
+#: Table component id -> (heading, Summaries frame, columns, caption).
+TABLES: dict[str, tuple[str, str, dict[str, spark_tables.Column], str]] = {
+    "stage-table": (
+        "Stages",
+        "stages",
+        spark_tables.STAGE_COLUMNS,
+        spark_tables.STAGE_TABLE_CAPTION,
+    ),
+    "executor-table": (
+        "Executors",
+        "executors",
+        spark_tables.EXECUTOR_COLUMNS,
+        spark_tables.EXECUTOR_TABLE_CAPTION,
+    ),
+}
+#: What a table says when the view has no rows for it.
+WHOLE_RUN_TABLES = (
+    "whole-run tables need the whole trace: `sparktrail profile` writes them; "
+    "pick a window for its tables"
+)
 DEFAULT_HEIGHT = 420
 WAITING = "waiting for the first window to close…"
 #: Windows the picker lists without a search (the newest).
@@ -422,6 +444,80 @@ def headline(snapshot: Snapshot, key: object) -> tuple[list[tuple[str, str]], st
         return [], ""
 
 
+def table_data(
+    snapshot: Snapshot, key: object
+) -> list[tuple[list[dict[str, Any]], str]]:
+    """Each table's records and note for the picked view, in :data:`TABLES` order.
+
+    The note says why a table is empty: nothing closed yet, the live whole
+    run (:data:`WHOLE_RUN_TABLES`), or no task in the view.
+
+    >>> [note for _, note in table_data(Snapshot(source="t", status="x"), None)]
+    ['waiting for the first window to close…', 'waiting for the first window to close…']
+    """
+    view = _pick(snapshot, key)
+    out: list[tuple[list[dict[str, Any]], str]] = []
+    for _, frame_name, columns, _ in TABLES.values():
+        if view is None:
+            out.append(([], WAITING if snapshot.live else snapshot.status))
+            continue
+        try:
+            frame = getattr(view.summaries, frame_name)
+        except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
+            out.append(([], f"window {view.label} could not be read: {err}"))
+            continue
+        if frame.is_empty():
+            whole = snapshot.live and view.key == WHOLE_RUN
+            out.append(([], WHOLE_RUN_TABLES if whole else "no task ran in this view"))
+            continue
+        out.append((spark_tables.table_records(frame, columns), ""))
+    return out
+
+
+def _table_section(key: str) -> html.Section:
+    heading, _, columns, caption = TABLES[key]
+    return html.Section(
+        [
+            html.H3(heading, style={"margin": "0.3em 0"}),
+            html.Div(id=f"{key}-note", style=_NOTE),
+            dash_table.DataTable(  # type: ignore[attr-defined]
+                id=key,
+                columns=spark_tables.datatable_columns(columns),
+                data=[],
+                sort_action="native",
+                sort_by=[{"column_id": "cp_share", "direction": "desc"}],
+                page_size=15,
+                tooltip_header={c: col.help for c, col in columns.items()},
+                tooltip_delay=300,
+                tooltip_duration=None,
+                style_table={"overflowX": "auto"},
+                style_header={
+                    "backgroundColor": "#444",
+                    "color": "white",
+                    "textDecoration": "underline dotted",
+                },
+                style_cell_conditional=[
+                    {"if": {"column_id": c}, "textAlign": "left"}
+                    for c, col in columns.items()
+                    if col.unit == "text"
+                ],
+                style_cell={
+                    "fontFamily": "system-ui, sans-serif",
+                    "fontSize": "0.85em",
+                    "padding": "3px 6px",
+                    "maxWidth": "420px",
+                    "overflow": "hidden",
+                    "textOverflow": "ellipsis",
+                },
+            ),
+            html.P(caption, className="caption", style=_NOTE),
+        ],
+        id=f"{key}-section",
+        title=heading,
+        style={"gridColumn": "1 / -1"},
+    )
+
+
 def _facts(facts: list[tuple[str, str]]) -> list[Any]:
     return [
         html.Span(
@@ -529,7 +625,7 @@ def _layout(snapshot: Snapshot) -> html.Div:
                 style={"color": "#555", "fontSize": "0.9em", "margin": "0.4em 0"},
             ),
             html.Div(id="communication-note", style=_NOTE),
-            html.Div(graphs, style=_GRID),
+            html.Div(graphs + [_table_section(key) for key in TABLES], style=_GRID),
             # 250 ms: the page tick adds half of it, on average, to the time
             # from a window closing to its figures (bench/online_latency.py).
             dcc.Interval(id="refresh", interval=250, disabled=not snapshot.live),
@@ -709,6 +805,16 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     def describe(key: Any, _: Any) -> tuple[list[Any], str]:
         facts, sentence = headline(source.latest(), key)
         return _facts(facts), sentence
+
+    @app.callback(
+        [dash.Output(key, "data") for key in TABLES]
+        + [dash.Output(f"{key}-note", "children") for key in TABLES],
+        dash.Input("window-picker", "value"),
+        dash.Input("drawn-windows", "data"),
+    )
+    def tabulate(key: Any, _: Any) -> list[Any]:
+        built = table_data(source.latest(), key)
+        return [data for data, _ in built] + [note for _, note in built]
 
     @app.callback(
         [dash.Output(key, "figure") for key in GRAPHS],

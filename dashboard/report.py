@@ -3,7 +3,9 @@
 :func:`write_report` lays the figures of :mod:`~sparktrail.dashboard.figures`
 out in sections (ids in :data:`SECTIONS`) with plotly.js inlined once, so
 the file opens offline; the hints are also an HTML table, readable without
-JavaScript. :func:`write_summaries` writes every summary frame as
+JavaScript, and the stage and executor tables (:mod:`~sparktrail.dashboard.
+spark_tables`) are HTML tables that sort when a heading is clicked.
+:func:`write_summaries` writes every summary frame as
 ``summaries/<name>.parquet``.
 
 The most critical window
@@ -39,12 +41,13 @@ from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import shown_hints
 
-from . import figures
+from . import figures, spark_tables
 from .verdict import header_facts, verdict
 
 __all__ = [
     "SECTIONS",
     "SUMMARY_FRAMES",
+    "TABLES",
     "TASK_ACTIVITIES",
     "most_critical_window",
     "window_cp",
@@ -59,7 +62,9 @@ SECTIONS: dict[str, str] = {
     "hints": "Rebalancing hints",
     "activity": "Critical path by activity over time",
     "straggler": "Stragglers: workers vs fair share",
+    "executors": "Executors",
     "operator": "Operators (Spark stages)",
+    "stages": "Stages",
     "communication": "Communication",
     "gantt": "The most critical window",
 }
@@ -72,6 +77,13 @@ _CAPTIONS = {
     "operator": figures.CAPTIONS["operator"],
     "communication": figures.CAPTIONS["communication"],
     "gantt": figures.CAPTIONS["timeline"],
+    "stages": spark_tables.STAGE_TABLE_CAPTION,
+    "executors": spark_tables.EXECUTOR_TABLE_CAPTION,
+}
+#: Sections that are sortable tables (:mod:`~sparktrail.dashboard.spark_tables`).
+TABLES = {
+    "stages": ("stages", spark_tables.STAGE_COLUMNS),
+    "executors": ("executors", spark_tables.EXECUTOR_COLUMNS),
 }
 
 #: Activities that happen inside a task on an executor slot.
@@ -249,6 +261,14 @@ def _hints_html(hints: pl.DataFrame) -> str:
     )
 
 
+def _table_html(
+    frame: pl.DataFrame, columns: dict[str, spark_tables.Column], section: str
+) -> str:
+    if frame.is_empty():
+        return f"<p class='note'>No {section}: no task ran in this trace.</p>"
+    return spark_tables.html_table(frame, columns, f"{section}-table")
+
+
 def _shuffle_note(communication: pl.DataFrame) -> str:
     notes: list[str] = []
     if "kind" in communication.columns:
@@ -278,6 +298,12 @@ code { font-size: 0.85em; word-break: break-word; }
 p.note { color: #555; font-size: 0.9em; }
 p.caption { color: #555; font-size: 0.9em; margin: 0.2em 0 0; }
 th[title] { cursor: help; }
+table.sortable { border-collapse: collapse; width: 100%; font-size: 0.85em; }
+table.sortable th, table.sortable td { border: 1px solid #ddd; padding: 3px 6px; }
+table.sortable th { background: #444; color: white; cursor: pointer; }
+table.sortable td[data-sort] { text-align: right; font-variant-numeric: tabular-nums; }
+table.sortable th[aria-sort=descending]::after { content: " ▼"; }
+table.sortable th[aria-sort=ascending]::after { content: " ▲"; }
 p.app-header { color: #444; margin: 0.3em 0; }
 span.fact { display: inline-block; margin-right: 1.4em; max-width: 100%;
        overflow-wrap: anywhere; }
@@ -360,6 +386,14 @@ def write_report(
                 f"{_hints_html(shown_hints(summaries.hints))}{caption}</section>"
             )
             continue
+        if section in TABLES:
+            frame, columns = TABLES[section]
+            parts.append(
+                f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
+                f"{_table_html(getattr(summaries, frame), columns, section)}"
+                f"{caption}</section>"
+            )
+            continue
         extra = ""
         if section == "communication":
             if figures.one_executor(summaries.communication):
@@ -386,7 +420,8 @@ def write_report(
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>sparktrail: {html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}"
+        f"<script>{spark_tables.SORT_SCRIPT}</script></body></html>\n"
     )
     target = Path(out_dir) / "report.html"
     target.parent.mkdir(parents=True, exist_ok=True)

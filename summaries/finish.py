@@ -21,6 +21,7 @@ from .hints import Context, rebalancing_hints, task_shares
 from .operator import operator_from_partial
 from .partials import Partials
 from .result import HintOptions, Summaries
+from .stage_stats import executor_stats, stage_stats
 from .straggler import executor_from_partial, straggler_from_partial
 
 __all__ = ["summaries_from_cp", "summaries_from_partials", "warn_pathless"]
@@ -162,4 +163,6 @@ def summaries_from_partials(
         window_ns=window_ns,
         origin_ns=origin_ns,
         context=valid.context,
+        stages=stage_stats(tasks, partials.stages, n),
+        executors=executor_stats(tasks, executor, valid.context),
     ).check()  # the summaries leave their stage here: checked once

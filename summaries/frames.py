@@ -41,6 +41,8 @@ from sparktrail.pag.tables import (
     check_frame,
 )
 
+from .stage_stats import EXECUTOR_STATS, STAGE_STATS
+
 __all__ = [
     "ACTIVITY",
     "ACTIVITY_BY_WINDOW",
@@ -49,11 +51,14 @@ __all__ = [
     "CP_SHARE",
     "CP_TOTAL",
     "EXECUTOR",
+    "EXECUTORS",
     "FAIR_SHARE",
     "HAS_PATHS",
     "HINTS",
     "OPERATOR",
+    "OPTIONAL_FRAMES",
     "RATIO",
+    "STAGES",
     "STRAGGLER",
     "SUMMARY_FRAMES",
     "SUMMARY_SCHEMAS",
@@ -162,6 +167,15 @@ WINDOWS: Schema = {
     "active_executors": pl.Int64(),
 }
 
+#: One row per stage, like the Spark UI's stage table, with its CP share
+#: (:func:`~sparktrail.summaries.stage_stats.stage_stats`).
+STAGES: Schema = dict(STAGE_STATS)
+#: One row per executor, like the Spark UI's executor table, with its CP
+#: share (:func:`~sparktrail.summaries.stage_stats.executor_stats`).
+EXECUTORS: Schema = dict(EXECUTOR_STATS)
+#: Frames a folder written by an older sparktrail lacks; they load empty.
+OPTIONAL_FRAMES = ("stages", "executors")
+
 #: The frames of :class:`~sparktrail.summaries.Summaries` by field name, in
 #: the order ``sparktrail profile`` writes them.
 SUMMARY_SCHEMAS: Mapping[str, Schema] = {
@@ -173,6 +187,8 @@ SUMMARY_SCHEMAS: Mapping[str, Schema] = {
     "communication": COMMUNICATION,
     "hints": HINTS,
     "windows": WINDOWS,
+    "stages": STAGES,
+    "executors": EXECUTORS,
 }
 #: Their names.
 SUMMARY_FRAMES = tuple(SUMMARY_SCHEMAS)

@@ -30,7 +30,12 @@ from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 
-from .frames import SUMMARY_FRAMES, check_summary_frames
+from .frames import (
+    OPTIONAL_FRAMES,
+    SUMMARY_FRAMES,
+    SUMMARY_SCHEMAS,
+    check_summary_frames,
+)
 
 __all__ = [
     "CONTEXT_FILE",
@@ -146,6 +151,10 @@ class Summaries:
     context
         What the application ran with (name, Spark version, master,
         executors, jobs), from the trace; empty when the trace has none.
+    stages, executors
+        The stage and executor tables (:mod:`~sparktrail.summaries.
+        stage_stats`): the Spark UI's facts with each one's CP share;
+        empty where they are not computed (the live "whole run").
     """
 
     activity: pl.DataFrame
@@ -159,6 +168,8 @@ class Summaries:
     window_ns: int
     origin_ns: int
     context: AppContext = field(default_factory=AppContext)
+    stages: pl.DataFrame = field(default_factory=lambda: _empty("stages"))
+    executors: pl.DataFrame = field(default_factory=lambda: _empty("executors"))
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """Every frame by name, in the order of ``SUMMARY_FRAMES``."""
@@ -231,7 +242,8 @@ class Summaries:
         ------
         FileNotFoundError
             If a frame's file is missing (the message and ``filename``
-            name it).
+            name it); the stage and executor tables, which an older
+            sparktrail did not write, load empty instead.
         SchemaError
             If a frame's columns or dtypes are not its declared ones (the
             message names the file and the column).
@@ -244,6 +256,9 @@ class Summaries:
         frames = {}
         for name in SUMMARY_FRAMES:
             path = root / f"{name}.parquet"
+            if name in OPTIONAL_FRAMES and not path.is_file():
+                frames[name] = _empty(name)  # an older sparktrail's folder
+                continue
             if not path.is_file():
                 missing = FileNotFoundError(
                     f"{path}: missing; expected the {name!r} frame of sparktrail "
@@ -266,6 +281,10 @@ class Summaries:
             origin_ns=origin_ns,
             context=_saved_context(root / CONTEXT_FILE),
         )
+
+
+def _empty(name: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=SUMMARY_SCHEMAS[name])
 
 
 def _saved_context(path: Path) -> AppContext:

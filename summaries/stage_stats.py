@@ -1,0 +1,270 @@
+"""Stage and executor tables: the Spark UI's and sparklens' facts, with CP.
+
+Two small tables a Spark engineer already knows how to read, each with the
+column the Spark UI lacks: the share of the run's critical path.
+
+* :func:`stage_stats`, one row per stage: its wall time (first launch to
+  last task end), task attempts and failures, median and longest task,
+  skew (longest over median), records, bytes, shuffle write, spill, GC
+  share of the tasks' run time, and ``cp_share``.
+* :func:`executor_stats`, one row per executor: host and cores (from the
+  application's context), task attempts and failures, task time, GC share,
+  records, bytes, shuffle write, spill, and the executor summary's
+  ``cp_share``, ``fair_share`` and ``ratio``.
+
+Assumptions
+-----------
+* ``tasks`` is one row per task attempt with its CP shares
+  (:func:`~sparktrail.summaries.hints.task_shares` of
+  :func:`~sparktrail.summaries.task_facts`): every attempt counts,
+  failed and killed ones included, as in the Spark UI's task counts.
+* A stage's CP share comes from the run's per-stage CP partial (all of its
+  activities, scheduling gaps included), not from its tasks' CP alone.
+* The driver timeline is not an executor: its CP is the ``driver`` row of
+  the executor summary, which :func:`executor_stats` leaves out.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sparktrail.pag.context import AppContext
+
+__all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
+
+#: Columns of :func:`stage_stats`.
+STAGE_STATS: dict[str, pl.DataType] = {
+    "stage_id": pl.Int64(),
+    "operator": pl.String(),
+    "job_id": pl.Int64(),
+    "wall_ns": pl.Int64(),
+    "tasks": pl.Int64(),
+    "failed_tasks": pl.Int64(),
+    "median_task_ns": pl.Float64(),
+    "max_task_ns": pl.Int64(),
+    "skew": pl.Float64(),
+    "records": pl.Int64(),
+    "bytes": pl.Int64(),
+    "shuffle_write_bytes": pl.Int64(),
+    "spilled_bytes": pl.Int64(),
+    "gc_share": pl.Float64(),
+    "cp_share": pl.Float64(),
+}
+#: Columns of :func:`executor_stats`.
+EXECUTOR_STATS: dict[str, pl.DataType] = {
+    "executor_id": pl.String(),
+    "host": pl.String(),
+    "cores": pl.Int64(),
+    "tasks": pl.Int64(),
+    "failed_tasks": pl.Int64(),
+    "task_ns": pl.Int64(),
+    "gc_share": pl.Float64(),
+    "records": pl.Int64(),
+    "bytes": pl.Int64(),
+    "shuffle_write_bytes": pl.Int64(),
+    "spilled_bytes": pl.Int64(),
+    "cp_share": pl.Float64(),
+    "fair_share": pl.Float64(),
+    "ratio": pl.Float64(),
+}
+
+_FAILED = ("failed", "killed")
+
+
+def _work(tasks: pl.DataFrame) -> list[pl.Expr]:
+    """Aggregations shared by both tables (over a group of task attempts)."""
+    spilled = pl.col("memory_bytes_spilled").fill_null(0) + pl.col(
+        "disk_bytes_spilled"
+    ).fill_null(0)
+    stated = (
+        pl.col("memory_bytes_spilled").is_not_null()
+        | pl.col("disk_bytes_spilled").is_not_null()
+    )
+    run = pl.col("run_ns").sum()
+    return [
+        pl.len().cast(pl.Int64).alias("tasks"),
+        pl.col("status").is_in(_FAILED).sum().cast(pl.Int64).alias("failed_tasks"),
+        pl.col("records").sum().cast(pl.Int64),
+        pl.col("bytes").sum().cast(pl.Int64),
+        pl.col("shuffle_write_bytes").sum().cast(pl.Int64),
+        # null (unknown), not 0, when no attempt states a spill
+        pl.when(stated.any()).then(spilled.sum()).cast(pl.Int64).alias("spilled_bytes"),
+        pl.when(run > 0)
+        .then(pl.col("gc_ns").sum() / run)
+        .cast(pl.Float64)
+        .alias("gc_share"),
+    ]
+
+
+def _with_optional(tasks: pl.DataFrame) -> pl.DataFrame:
+    optional = {
+        "status": pl.String,
+        "records": pl.Int64,
+        "bytes": pl.Int64,
+        "shuffle_write_bytes": pl.Int64,
+        "memory_bytes_spilled": pl.Int64,
+        "disk_bytes_spilled": pl.Int64,
+        "gc_ns": pl.Int64,
+        "run_ns": pl.Int64,
+        "cp_share": pl.Float64,
+        "operator": pl.String,
+        "job_id": pl.Int64,
+        "executor": pl.String,
+    }
+    return tasks.with_columns(
+        pl.lit(None, dtype=t).alias(c)
+        for c, t in optional.items()
+        if c not in tasks.columns
+    )
+
+
+def stage_stats(
+    tasks: pl.DataFrame, stage_cp: pl.DataFrame, n_windows: int
+) -> pl.DataFrame:
+    """One row per stage: wall time, tasks, task times, skew, work and CP.
+
+    Parameters
+    ----------
+    tasks
+        One row per task attempt: ``task_id, stage_id, operator, job_id,
+        launch_ns, end_ns, duration_ns, run_ns, gc_ns, status`` and the
+        work columns of :func:`~sparktrail.summaries.task_facts`.
+    stage_cp
+        ``stage_id, activity, cp``: CP summed per stage over the windows
+        (:attr:`~sparktrail.summaries.partials.Partials.stages`).
+    n_windows
+        The windows with a path (what a CP sum is divided by).
+
+    Returns
+    -------
+    polars.DataFrame
+        The columns of :data:`STAGE_STATS`, largest ``cp_share`` first.
+        ``skew`` is null when the median task took no time.
+
+    Examples
+    --------
+    >>> tasks = pl.DataFrame({"task_id": [1, 2, 3], "stage_id": [0, 0, 0],
+    ...     "launch_ns": [0, 0, 10], "end_ns": [10, 10, 50],
+    ...     "duration_ns": [10, 10, 40], "run_ns": [10, 10, 40],
+    ...     "gc_ns": [0, 0, 5], "records": [5, 5, 20]})
+    >>> cp = pl.DataFrame({"stage_id": [0, None], "activity": ["processing",
+    ...     "driver"], "cp": [1.5, 0.5]})
+    >>> stage_stats(tasks, cp, 2).select("stage_id", "wall_ns", "tasks",
+    ...     "skew", "records", "gc_share", "cp_share").row(0)
+    (0, 50, 3, 4.0, 30, 0.0833..., 0.75)
+    """
+    facts = _with_optional(tasks).filter(pl.col("stage_id").is_not_null())
+    if facts.is_empty():
+        return pl.DataFrame(schema=STAGE_STATS)
+    share = (
+        stage_cp.filter(pl.col("stage_id").is_not_null())
+        .group_by("stage_id")
+        .agg((pl.col("cp").sum() / max(1, n_windows)).alias("cp_share"))
+    )
+    median = pl.col("duration_ns").median()
+    longest = pl.col("duration_ns").max()
+    out = (
+        facts.group_by("stage_id")
+        .agg(
+            pl.col("operator").first(ignore_nulls=True),
+            pl.col("job_id").first(ignore_nulls=True),
+            (pl.col("end_ns").max() - pl.col("launch_ns").min()).alias("wall_ns"),
+            median.cast(pl.Float64).alias("median_task_ns"),
+            longest.alias("max_task_ns"),
+            pl.when(median > 0).then(longest / median).alias("skew"),
+            *_work(facts),
+        )
+        .join(share, on="stage_id", how="left")
+        .with_columns(pl.col("cp_share").fill_null(0.0))
+    )
+    return _shaped(out, STAGE_STATS, "stage_id")
+
+
+def executor_stats(
+    tasks: pl.DataFrame, executor: pl.DataFrame, app: AppContext | None = None
+) -> pl.DataFrame:
+    """One row per executor: host, cores, tasks, task time, work and CP.
+
+    Parameters
+    ----------
+    tasks
+        One row per task attempt (as for :func:`stage_stats`) with its
+        ``executor``.
+    executor
+        The executor summary (``executor_id, role, cp_share, fair_share,
+        ratio``); its ``driver`` role row (the driver timeline) is left out.
+    app
+        The application's context, for each executor's host and cores.
+
+    Returns
+    -------
+    polars.DataFrame
+        The columns of :data:`EXECUTOR_STATS`, largest ``cp_share`` first:
+        every executor that ran a task or is in the executor summary or the
+        context.
+
+    Examples
+    --------
+    >>> tasks = pl.DataFrame({"task_id": [1, 2], "executor": ["1", "1"],
+    ...     "duration_ns": [10, 30], "run_ns": [10, 30], "gc_ns": [0, 4],
+    ...     "status": ["success", "failed"]})
+    >>> summary = pl.DataFrame({"executor_id": ["1", None], "role":
+    ...     ["executor", "driver"], "cp_share": [0.8, 0.2],
+    ...     "fair_share": [0.5, 0.5], "ratio": [1.6, 0.4]})
+    >>> executor_stats(tasks, summary).select("executor_id", "tasks",
+    ...     "failed_tasks", "task_ns", "gc_share", "cp_share").rows()
+    [('1', 2, 1, 40, 0.1, 0.8)]
+    """
+    facts = _with_optional(tasks).filter(pl.col("executor").is_not_null())
+    per_task = facts.group_by(pl.col("executor").alias("executor_id")).agg(
+        pl.col("duration_ns").sum().cast(pl.Int64).alias("task_ns"), *_work(facts)
+    )
+    shares = _with_optional(executor).select(
+        pl.col(c) if c in executor.columns else pl.lit(None, dtype=t).alias(c)
+        for c, t in {
+            "executor_id": pl.String(),
+            "role": pl.String(),
+            "cp_share": pl.Float64(),
+            "fair_share": pl.Float64(),
+            "ratio": pl.Float64(),
+        }.items()
+    )
+    shares = shares.filter(
+        (pl.col("role") != "driver") | pl.col("role").is_null()
+    ).drop("role")
+    lives = [(e.executor_id, e.host, e.cores) for e in (app.executors if app else ())]
+    known = pl.DataFrame(
+        lives,
+        schema={"executor_id": pl.String(), "host": pl.String(), "cores": pl.Int64()},
+        orient="row",
+    ).unique("executor_id", keep="last")
+    ids = (
+        pl.concat(
+            [
+                per_task.select("executor_id"),
+                shares.select("executor_id"),
+                known.select("executor_id"),
+            ]
+        )
+        .unique()
+        .drop_nulls()
+    )
+    out = (
+        ids.join(known, on="executor_id", how="left")
+        .join(per_task, on="executor_id", how="left")
+        .join(shares, on="executor_id", how="left")
+        .with_columns(
+            pl.col("tasks", "failed_tasks").fill_null(0),
+            pl.col("task_ns").fill_null(0),
+            pl.col("cp_share").fill_null(0.0),
+        )
+    )
+    return _shaped(out, EXECUTOR_STATS, "executor_id")
+
+
+def _shaped(
+    frame: pl.DataFrame, schema: dict[str, pl.DataType], key: str
+) -> pl.DataFrame:
+    return frame.select(pl.col(c).cast(t) for c, t in schema.items()).sort(
+        ["cp_share", key], descending=[True, False], nulls_last=True
+    )
