@@ -170,16 +170,15 @@ def _timeline(view: WindowView, whole: bool) -> go.Figure:
         )
     if rows[WINDOW_START_NS].n_unique() > 1:  # a report's CP of several windows
         rows = rows.filter(pl.col(WINDOW_START_NS) == rows[WINDOW_START_NS].max())
-    fig = figures.critical_gantt(rows)
     label = view.label
     if not rows.is_empty():
         start, end = int(rows["window_start_ns"][0]), int(rows["window_end_ns"][0])
         if whole:  # the timeline of the whole run is its most critical window
             label = f"{closed_label(start, end)}, the most critical of the run"
-    fig.update_layout(
-        title=f"Window {label}: edges coloured by critical participation",
-        uirevision=view.key,
+    fig = figures.critical_gantt(
+        rows, f"Window {label}: edges coloured by critical participation"
     )
+    fig.update_layout(uirevision=view.key)
     return fig
 
 

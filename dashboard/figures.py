@@ -37,6 +37,9 @@ __all__ = [
     "CP_COLOURSCALE",
     "HINT_COLUMNS",
     "HINT_HELP",
+    "MAX_TIMELINE_BARS",
+    "MAX_TIMELINE_MESSAGES",
+    "MERGED_BAR_BUDGET",
     "ONE_EXECUTOR_NOTE",
     "activity_over_time",
     "communication_heatmap",
@@ -48,6 +51,7 @@ __all__ = [
     "operator_bars",
     "share_tickformat",
     "straggler_bars",
+    "timeline_rows",
     "worker_label",
     "worker_text",
 ]
@@ -118,9 +122,10 @@ CAPTIONS: dict[str, str] = {
     "communication": "CP share of the messages and shuffle reads from each "
     "sender (row) to each receiver (column): a dark cell is a channel the "
     "critical path waits on.",
-    "timeline": "One row per worker, one bar per activity, coloured by critical "
-    "participation (CP): dark bars held the window back, pale ones had slack; "
-    "faint bars are slots waiting, grey lines messages.",
+    "timeline": "A row per worker, a bar per activity coloured by critical "
+    "participation (CP): dark held the window back; faint: waiting; lines: "
+    "messages. Past 5,000 bars, non-critical ones merge per worker and pixel "
+    "(grey).",
     "hints": "Rebalancing suggestions drawn from CP, most severe first: the "
     "evidence is the numbers that fired the rule, the action what to change "
     "(hover a column's heading for its meaning).",
@@ -514,6 +519,95 @@ def one_executor(communication: pl.DataFrame) -> bool:
     return len(ids) <= 1
 
 
+#: Activities a timeline draws one bar each. Beyond it, the draw is bounded
+#: by the screen, not the trace: the critical activities (CP > 0, largest
+#: first, up to half of it) keep their bars, the rest are merged per worker
+#: and pixel (:func:`timeline_rows`).
+MAX_TIMELINE_BARS = 5000
+#: Merged bars per window, at most about: the pixels across a worker's row
+#: times the rows, a worker's row getting at least 20 and at most 1,000.
+MERGED_BAR_BUDGET = 10000
+#: Messages a timeline draws; beyond it, the critical ones (largest CP).
+MAX_TIMELINE_MESSAGES = 2500
+
+
+def timeline_rows(
+    local: pl.DataFrame, window_start_ns: int, window_end_ns: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The activities a timeline draws one by one, and the rest merged.
+
+    Parameters
+    ----------
+    local
+        One window's local CP rows (``src_worker, start_ns, end_ns,
+        activity, cp`` ...).
+    window_start_ns, window_end_ns
+        The window.
+
+    Returns
+    -------
+    (drawn, merged)
+        ``drawn``: rows of ``local`` with a bar each: all of them when
+        there are at most :data:`MAX_TIMELINE_BARS`; else the critical
+        ones (the largest CP, about half of it) and every activity at
+        least a pixel long. ``merged``: the others, one row per worker
+        and pixel: ``src_worker, activity`` (the one that took most of it),
+        ``edges, busy_ns, cp`` (the largest merged) and ``start_ns,
+        end_ns`` (the pixel).
+
+    Examples
+    --------
+    >>> n = MAX_TIMELINE_BARS + 1
+    >>> local = pl.DataFrame({"src_worker": ["exec-1/0"] * n,
+    ...     "start_ns": list(range(n)), "end_ns": list(range(1, n + 1)),
+    ...     "activity": ["processing"] * n, "cp": [1.0] + [0.0] * (n - 1)})
+    >>> drawn, merged = timeline_rows(local, 0, n)
+    >>> len(drawn), int(merged["edges"].sum()), len(merged) <= 1000
+    (1, 5000, True)
+    """
+    if len(local) <= MAX_TIMELINE_BARS:
+        return local, local.clear().select("src_worker", "start_ns", "end_ns")
+    cp = local["cp"]
+    critical = pl.col("cp") > 0
+    if int((cp > 0).sum()) > MAX_TIMELINE_BARS // 2:  # the largest CP only
+        threshold = cp.top_k(MAX_TIMELINE_BARS // 2).min()
+        critical = critical & (pl.col("cp") >= threshold)
+    workers = max(1, local["src_worker"].n_unique())
+    pixels = max(20, min(1000, MERGED_BAR_BUDGET // workers))
+    pixel_ns = max(1, -(-(window_end_ns - window_start_ns) // pixels))
+    # A worker runs one thing at a time: its activities of a pixel or more
+    # are at most its pixels, so they keep their bars.
+    own_bar = critical | ((pl.col("end_ns") - pl.col("start_ns")) >= pixel_ns)
+    marked = local.with_columns(own_bar.alias("_own"))
+    span = pl.col("end_ns") - pl.col("start_ns")
+    merged = (
+        marked.lazy()
+        .filter(~pl.col("_own"))
+        .group_by(
+            "src_worker",
+            ((pl.col("start_ns") - window_start_ns) // pixel_ns).alias("_pixel"),
+            "activity",
+        )
+        .agg(pl.len().alias("edges"), span.sum().alias("busy_ns"), pl.col("cp").max())
+        .sort("busy_ns", descending=True)
+        .group_by("src_worker", "_pixel")
+        .agg(
+            pl.col("activity").first(),  # the one that took most of the pixel
+            pl.col("edges", "busy_ns").sum(),
+            pl.col("cp").max(),
+        )
+        .with_columns(
+            (window_start_ns + pl.col("_pixel") * pixel_ns).alias("start_ns"),
+        )
+        .with_columns((pl.col("start_ns") + pixel_ns).alias("end_ns"))
+        .drop("_pixel")
+        .sort("src_worker", "start_ns")
+        .collect()
+    )
+    drawn = marked.filter("_own").drop("_own")
+    return drawn, merged
+
+
 def _worker_order(labels: list[str]) -> list[str]:
     # The driver on top, then slots in executor and core order (plotly draws
     # the first category at the bottom, hence the reversal).
@@ -521,7 +615,7 @@ def _worker_order(labels: list[str]) -> list[str]:
     return ordered[::-1]
 
 
-def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
+def critical_gantt(cp_rows: pl.DataFrame, title: str | None = None) -> go.Figure:
     """Timeline of one window: a row per worker, a bar per edge coloured by CP.
 
     Parameters
@@ -531,6 +625,9 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
         one window: ``window_start_ns, window_end_ns, src_worker,
         dst_worker, start_ns, end_ns, activity, operator, stage_id,
         task_id, cp``.
+    title
+        The chart's title (default: the most critical window's); what was
+        merged or left out (:func:`timeline_rows`) is appended to it.
 
     Returns
     -------
@@ -570,16 +667,29 @@ def critical_gantt(cp_rows: pl.DataFrame) -> go.Figure:
         & (pl.col("end_ns") > pl.col("start_ns"))
     )
     messages = cp_rows.filter(pl.col("src_worker") != pl.col("dst_worker"))
+    n_messages = len(messages)
+    if n_messages > MAX_TIMELINE_MESSAGES:
+        messages = messages.top_k(MAX_TIMELINE_MESSAGES, by="cp")
+    end_ns = int(cp_rows[WINDOW_END_NS][0])
+    local, merged = timeline_rows(local, origin, end_ns)
     fig = go.Figure()
     if not local.is_empty():
         fig.add_trace(_gantt_bars(local, origin))
+    if not merged.is_empty():
+        fig.add_trace(_merged_bars(merged, origin))
     if not messages.is_empty():
         fig.add_trace(_gantt_messages(messages, origin))
     workers = pl.concat([cp_rows["src_worker"], cp_rows["dst_worker"]]).unique()
     order = _worker_order([worker_label(w) for w in workers.to_list()])
-    end_ms = (int(cp_rows[WINDOW_END_NS][0]) - origin) / 1e6
+    end_ms = (end_ns - origin) / 1e6
+    title = title or "Most critical window: edges coloured by critical participation"
+    notes = []
+    if not merged.is_empty():
+        notes.append(f"{int(merged['edges'].sum()):,} activities merged per pixel")
+    if n_messages > len(messages):
+        notes.append(f"the {len(messages):,} most critical of {n_messages:,} messages")
     fig.update_layout(
-        title="Most critical window: edges coloured by critical participation",
+        title=f"{title} ({'; '.join(notes)})" if notes else title,
         xaxis_title="ms since window start",
         yaxis_title="worker",
         xaxis_range=[0, end_ms],
@@ -654,6 +764,34 @@ def _gantt_bars(local: pl.DataFrame, origin: int) -> go.Bar:
             "<br>%{customdata[4]}<br>CP %{marker.color:.3f}"
             "<extra></extra>"
         ),
+    )
+
+
+def _merged_bars(merged: pl.DataFrame, origin: int) -> go.Bar:
+    # One hover string per bar (plotly deep-copies object arrays element by
+    # element, and these bars are most of a large window's).
+    hover = merged.select(
+        pl.concat_str(
+            pl.col("edges").cast(pl.String),
+            pl.lit(" activities merged in "),
+            _spans(origin),
+            pl.lit("<br>mostly "),
+            pl.col("activity"),
+            pl.lit(", busy "),
+            _ms(pl.col("busy_ns") / 1e6),
+            pl.lit("<br>largest CP "),
+            pl.col("cp").round(3).cast(pl.String),
+        )
+    ).to_series()
+    return go.Bar(
+        y=_labels(merged["src_worker"]),
+        base=((merged["start_ns"] - origin) / 1e6).to_numpy(),
+        x=((merged["end_ns"] - merged["start_ns"]) / 1e6).to_numpy(),
+        orientation="h",
+        name="merged activities",
+        marker={"color": "#b0b0b0", "line": {"width": 0}},
+        hovertext=hover.to_numpy(),
+        hovertemplate="%{y}<br>%{hovertext}<extra></extra>",
     )
 
 

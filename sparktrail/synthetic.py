@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-__all__ = ["ACTIVITY_CYCLE", "barrier_trace", "profile_trace", "span_ns"]
+__all__ = [
+    "ACTIVITY_CYCLE",
+    "barrier_trace",
+    "profile_trace",
+    "span_ns",
+    "window_cp_rows",
+]
 
 ACTIVITY_CYCLE = ("processing", "gc", "processing", "shuffle_write", "scheduling")
 
@@ -91,4 +97,45 @@ def profile_trace(n_rows: int, workers: int = 16) -> pl.DataFrame:
     return trace.with_columns(
         pl.Series("task_id", task).replace(-1, None),
         pl.lit("stage 1: barrier at synthetic.py:1").alias("operator"),
+    )
+
+
+def window_cp_rows(
+    n_edges: int, workers: int = 64, window_ns: int = 1_000_000_000, seed: int = 0
+) -> pl.DataFrame:
+    """CP rows of one window of ``n_edges`` local activities (for drawing).
+
+    Each of ``workers`` slots runs about ``n_edges / workers`` consecutive
+    activities of random length tiling ``[0, window_ns)``; one in 500 has a
+    random CP > 0, the rest 0. The columns are those of a window's CP table
+    that the timeline reads; the numbers are not a kernel's result.
+
+    >>> rows = window_cp_rows(1000, workers=4)
+    >>> len(rows), rows["src_worker"].n_unique(), int(rows["end_ns"].max())
+    (1000, 4, 1000000000)
+    """
+    rng = np.random.default_rng(seed)
+    per = max(1, n_edges // workers)
+    n = per * workers
+    starts = np.sort(rng.integers(0, window_ns, size=(workers, per)), axis=1)
+    starts[:, 0] = 0
+    ends = np.concatenate([starts[:, 1:], np.full((workers, 1), window_ns)], axis=1)
+    names = np.array([f"exec-{i // 4}/{i % 4}" for i in range(workers)])
+    worker = np.repeat(names, per)
+    cp = np.where(rng.random(n) < 0.002, rng.random(n), 0.0)
+    activity = np.where(rng.random(n) < 0.8, "processing", "scheduling")
+    return pl.DataFrame(
+        {
+            "window_start_ns": np.zeros(n, dtype=np.int64),
+            "window_end_ns": np.full(n, window_ns, dtype=np.int64),
+            "src_worker": worker,
+            "dst_worker": worker,
+            "start_ns": starts.ravel(),
+            "end_ns": ends.ravel(),
+            "activity": activity,
+            "operator": np.full(n, "stage 1: count at synthetic.py:1"),
+            "stage_id": np.ones(n, dtype=np.int64),
+            "task_id": np.arange(n, dtype=np.int64),
+            "cp": cp,
+        }
     )

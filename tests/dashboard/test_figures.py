@@ -375,3 +375,51 @@ def test_the_report_has_captions_and_explained_hint_headings(tmp_path) -> None:
     assert html.escape(figures.ONE_EXECUTOR_NOTE) in page
     for help_text in figures.HINT_HELP.values():
         assert f'title="{html.escape(help_text)}"' in page
+
+
+def test_a_large_window_keeps_its_critical_bars_and_merges_the_rest() -> None:
+    from sparktrail.synthetic import window_cp_rows
+
+    # GIVEN a window of 100,000 activities on 64 slots, 0.2% of them critical
+    rows = window_cp_rows(100_000, workers=64)
+    drawn, merged = figures.timeline_rows(rows, 0, S)
+    # THEN every critical activity has its own bar
+    critical = rows.filter(pl.col("cp") > 0)
+    assert 0 < len(critical) < figures.MAX_TIMELINE_BARS // 2
+    assert critical["task_id"].is_in(drawn["task_id"].implode()).all()
+    # AND every other activity is drawn or merged, none lost
+    assert len(drawn) + int(merged["edges"].sum()) == len(rows)
+    # AND the bars are bounded by pixels, not activities
+    pixels = figures.MERGED_BAR_BUDGET // 64
+    assert len(merged) <= 64 * pixels
+    assert len(drawn) <= len(critical) + 64 * pixels
+    # AND a worker's merged pixels do not overlap
+    for _, one in merged.group_by("src_worker"):
+        ordered = one.sort("start_ns")
+        assert (ordered["start_ns"][1:] >= ordered["end_ns"][:-1]).all()
+    # AND the figure says so in its title, with a grey merged trace
+    fig = figures.critical_gantt(rows)
+    assert "activities merged per pixel" in fig.layout.title.text
+    assert [t.name for t in fig.data] == ["activities", "merged activities"]
+
+
+def test_a_small_window_draws_every_activity() -> None:
+    from sparktrail.synthetic import window_cp_rows
+
+    rows = window_cp_rows(figures.MAX_TIMELINE_BARS, workers=8)
+    drawn, merged = figures.timeline_rows(rows, 0, S)
+    assert drawn.equals(rows) and merged.is_empty()
+    assert "merged" not in figures.critical_gantt(rows).layout.title.text
+
+
+def test_only_the_most_critical_go_when_too_many_are_critical() -> None:
+    from sparktrail.synthetic import window_cp_rows
+
+    rows = window_cp_rows(20_000, workers=8).with_columns(
+        cp=pl.int_range(pl.len()).cast(pl.Float64) + 1.0
+    )
+    drawn, merged = figures.timeline_rows(rows, 0, S)
+    kept = drawn.filter(pl.col("cp") >= 20_000 - figures.MAX_TIMELINE_BARS // 2 + 1)
+    assert len(kept) == figures.MAX_TIMELINE_BARS // 2
+    assert len(drawn) + int(merged["edges"].sum()) == len(rows)
+    assert float(merged["cp"].max()) < 20_000 - figures.MAX_TIMELINE_BARS // 2 + 1
