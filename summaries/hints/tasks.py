@@ -55,6 +55,15 @@ def _ratio(value: Any, median: Any) -> float | None:
     return float(value) / float(median)
 
 
+def _ratio_of(value: str, median: str) -> pl.Expr:
+    """:func:`_ratio` as an expression (null where it is None)."""
+    return (
+        pl.when(pl.col(median) > 0)
+        .then(pl.col(value).cast(pl.Float64) / pl.col(median).cast(pl.Float64))
+        .otherwise(None)
+    )
+
+
 def _critical_with_stage_stats(
     tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr
 ) -> pl.DataFrame:
@@ -314,6 +323,18 @@ def task_hints(ctx: Context) -> list[Hint]:
         "stage_id"
     ).is_in(stages.implode())
     tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
+    # Only tasks that can fire go through the Python loop below: a window
+    # of a busy stage has thousands of critical tasks and a few outliers.
+    tasks = tasks.filter(
+        (
+            pl.max_horizontal(
+                _ratio_of("records", "median_records"),
+                _ratio_of("bytes", "median_bytes"),
+            )
+            >= opts.skew_factor
+        )
+        | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+    )
     if tasks.is_empty():
         return []
     warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)

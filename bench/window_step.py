@@ -1,0 +1,101 @@
+"""Where one closed window's step goes in the online pipeline (issue 15).
+
+Writes ``--seconds`` of the online benchmark's producer trace (16 workers
+in rounds, :func:`bench.online_latency._rounds`) at ``--rate`` rows/s as
+one trace file per second, then closes every window with
+:class:`~sparktrail.engines.online.OnlinePipeline` under cProfile, and
+prints the time per closed window split into the pipeline's phases (by the
+cumulative time of the functions that run them), plus the top functions.
+A small trace is closed first, so that numba's first-call loading of its
+cached kernels is not counted.
+
+    .venv/bin/python bench/window_step.py --rate 30000 --seconds 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.online_latency import _rounds
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.pag import write_trace
+
+S = 1_000_000_000
+WORKERS = 16
+#: Phase -> (module file suffix, function) whose cumulative time it is.
+PHASES = {
+    "read new files": ("engines/online.py", "_consume"),
+    "CP: snapshot + kernel (batch_cp)": ("pag/window_rows.py", "batch_cp"),
+    "summaries and hints (summaries_from_cp)": (
+        "summaries/finish.py",
+        "summaries_from_cp",
+    ),
+    "  of which hints": ("summaries/hints/__init__.py", "rebalancing_hints"),
+    "  of which what-if replays": ("whatif/replay.py", "run"),
+    "  of which task facts": ("summaries/_table.py", "task_facts"),
+    "store write (write_window)": ("engines/store.py", "write_window"),
+    "checkpoint writes": ("engines/store.py", "write_checkpoint"),
+}
+
+
+def _trace(root: Path, rate: int, seconds: int) -> None:
+    rng = np.random.default_rng(0)
+    round_ns = 3 * WORKERS * S // rate
+    per_second = S // round_ns
+    t0 = 1_700_000_000 * S
+    for k in range(seconds):
+        rows = _rounds(rng, t0, round_ns, k * per_second, (k + 1) * per_second)
+        write_trace(rows, root / f"part-{k:04d}.arrow")
+
+
+def _cumulative(stats: pstats.Stats, suffix: str, name: str) -> float:
+    total = 0.0
+    for (path, _, function), row in stats.stats.items():  # type: ignore[attr-defined]
+        if function == name and path.endswith(suffix):
+            total += row[3]
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=30_000)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        # Warm up first: numba loads its cached kernels on their first call.
+        _trace(Path(tmp) / "warm", 3000, 4)
+        OnlinePipeline(Path(tmp) / "warm", S, 2 * S).poll(final=True)
+        root = Path(tmp) / "trace"
+        _trace(root, args.rate, args.seconds)
+        pipeline = OnlinePipeline(root, S, 2 * S)
+        profiler = cProfile.Profile()
+        t = time.perf_counter()
+        profiler.enable()
+        closed = pipeline.poll(final=True)
+        profiler.disable()
+        wall = time.perf_counter() - t
+    n = max(1, len(closed))
+    stats = pstats.Stats(profiler)
+    print(f"{len(closed)} windows of ~{args.rate:,} rows closed in {wall:.2f} s")
+    print(f"(profiled; {wall / n * 1e3:.0f} ms per window)\n")
+    print("| phase | ms per window |")
+    print("|---|---:|")
+    for phase, (suffix, name) in PHASES.items():
+        print(f"| {phase} | {_cumulative(stats, suffix, name) / n * 1e3:.1f} |")
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(args.top)
+    print("\n```\n" + out.getvalue().strip() + "\n```")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
