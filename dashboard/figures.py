@@ -572,7 +572,7 @@ def timeline_rows(
     if int((cp > 0).sum()) > MAX_TIMELINE_BARS // 2:  # the largest CP only
         threshold = cp.top_k(MAX_TIMELINE_BARS // 2).min()
         critical = critical & (pl.col("cp") >= threshold)
-    workers = max(1, local["src_worker"].n_unique())
+    workers = max(1, local["src_worker"].approx_n_unique())
     pixels = max(20, min(1000, MERGED_BAR_BUDGET // workers))
     pixel_ns = max(1, -(-(window_end_ns - window_start_ns) // pixels))
     # A worker runs one thing at a time: its activities of a pixel or more
@@ -679,7 +679,16 @@ def critical_gantt(cp_rows: pl.DataFrame, title: str | None = None) -> go.Figure
         fig.add_trace(_merged_bars(merged, origin))
     if not messages.is_empty():
         fig.add_trace(_gantt_messages(messages, origin))
-    workers = pl.concat([cp_rows["src_worker"], cp_rows["dst_worker"]]).unique()
+    # From the rows drawn, not all of them: a large window's unique worker
+    # names cost more than its whole figure.
+    workers = pl.concat(
+        [
+            local["src_worker"],
+            merged["src_worker"],
+            messages["src_worker"],
+            messages["dst_worker"],
+        ]
+    ).unique()
     order = _worker_order([worker_label(w) for w in workers.to_list()])
     end_ms = (end_ns - origin) / 1e6
     title = title or "Most critical window: edges coloured by critical participation"
