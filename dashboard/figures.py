@@ -572,7 +572,7 @@ def timeline_rows(
     if int((cp > 0).sum()) > MAX_TIMELINE_BARS // 2:  # the largest CP only
         threshold = cp.top_k(MAX_TIMELINE_BARS // 2).min()
         critical = critical & (pl.col("cp") >= threshold)
-    workers = max(1, local["src_worker"].approx_n_unique())
+    workers = max(1, int(local.select(pl.col("src_worker").approx_n_unique()).item()))
     pixels = max(20, min(1000, MERGED_BAR_BUDGET // workers))
     pixel_ns = max(1, -(-(window_end_ns - window_start_ns) // pixels))
     # A worker runs one thing at a time: its activities of a pixel or more

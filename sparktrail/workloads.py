@@ -18,6 +18,7 @@ __all__ = [
     "moving_hotspot",
     "skewed_join",
     "straggler_partition",
+    "streaming_dedup",
     "warm_python_workers",
 ]
 
@@ -90,6 +91,62 @@ def moving_hotspot(spark: Any, round_: int, rounds_per_key: int = 3) -> int:
     hot_key = (round_ // rounds_per_key) % 5
     skewed_join(spark, rows=1_000_000, hot_key=hot_key)
     return hot_key
+
+
+def streaming_dedup(
+    spark: Any,
+    checkpoint: str,
+    *,
+    rows_per_second: int = 2000,
+    hot_share: float = 0.5,
+    seconds_per_key: int | None = 10,
+    trigger_seconds: float = 1.0,
+    name: str = "sparktrail_streaming_demo",
+) -> Any:
+    """Start a Structured Streaming query whose hot key moves; returns it.
+
+    A rate source (``rows_per_second``, event time ``timestamp``) keyed so
+    that ``hot_share`` of the rows carry one hot key and the rest spread
+    over 97 keys; the hot key is ``(epoch seconds // seconds_per_key) % 5``,
+    so it moves every ``seconds_per_key`` seconds (``None``: always key 0).
+    The stateful operator is a watermarked ``dropDuplicates``: unlike a
+    group-by, whose map-side partial aggregation shrinks a hot key to one
+    row per map task, every row of the hot key reaches its state partition,
+    so that partition holds ``hot_share`` of the state rows and of the work.
+    The sink is ``noop``, triggered every ``trigger_seconds``; the shuffle
+    partitions are the session's ``spark.sql.shuffle.partitions``. Stop it
+    with ``query.stop()``.
+    """
+    from pyspark.sql import functions as F
+
+    rate = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", rows_per_second)
+        .option("numPartitions", 2)
+        .load()
+    )
+    hot = (
+        F.lit(0)
+        if seconds_per_key is None
+        else (F.floor(F.unix_timestamp("timestamp") / seconds_per_key) % 5)
+    )
+    spread = F.col("value") % 97 + 5  # keys 5..101 never collide with a hot one
+    keyed = rate.select(
+        F.when(F.rand(seed=7) < hot_share, hot).otherwise(spread).alias("key"),
+        "value",
+        "timestamp",
+    )
+    deduplicated = keyed.withWatermark("timestamp", "10 seconds").dropDuplicates(
+        ["key", "value", "timestamp"]
+    )
+    return (
+        deduplicated.writeStream.format("noop")
+        .queryName(name)
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{trigger_seconds} seconds")
+        .start()
+    )
 
 
 #: Name -> workload, in the order ``sparktrail demo`` runs them.
