@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,18 @@ def _feed(model: SparkModel, reader: EventLogReader) -> None:
             )
 
 
+def _warn_stream_gaps(path: str | os.PathLike[str], model: SparkModel) -> None:
+    """One warning per log naming the streaming fields its events lacked."""
+    missing = model.streams.missing
+    if missing:
+        warnings.warn(
+            f"{path}: Structured Streaming events lack {', '.join(sorted(missing))}"
+            " (null in the trace's context)",
+            EventLogWarning,
+            stacklevel=3,
+        )
+
+
 def _nothing_read(path: str | os.PathLike[str], reader: EventLogReader) -> None:
     if reader.events_read == 0:
         raise EventLogError(
@@ -167,6 +180,7 @@ def import_trace(
     with _progress(reader, progress):
         _feed(model, reader)
     _nothing_read(path, reader)
+    _warn_stream_gaps(path, model)
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
         _fill_stats(stats, model, reader)
@@ -279,6 +293,7 @@ def follow_eventlog(
     reader.follow = False
     _feed(model, reader)
     _nothing_read(path, reader)
+    _warn_stream_gaps(path, model)
     name = name or trace_name(path, model.stats.app_id)
     _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
     if stats is not None:
