@@ -275,7 +275,7 @@ def driver_rows(
 
     The returned map, keyed by (task id, event kind), is what
     :func:`fix_driver_seqs` needs. ``waits`` (merged ns spans) are trigger
-    waits; ``settle(start, end)`` says when a piece of a ``driver`` gap
+    waits; ``settle(start, end)`` says when how a ``driver`` gap is cut
     became known (default: its end).
     """
     events = _driver_events(jobs, ordered, app_start_ms, final, end_ms)
@@ -340,6 +340,8 @@ def _idle_rows(
     if cuts[-1] != end or len(cuts) == 1:
         cuts.append(end)
     last = len(cuts) - 2
+    # Where the gap is cut depends on all of it: its pieces settle together.
+    fixed = settle(start, end) if settle is not None else end
     for n, (a, b) in enumerate(itertools.pairwise(cuts)):
         activity = "waiting" if _covered(waits, a, b) and a < b else "driver"
         rows.add(
@@ -350,7 +352,7 @@ def _idle_rows(
             activity,
             seq,
             seq + 1 if n == last else seq,
-            settled=settle(a, b) if settle is not None else b,
+            settled=fixed,
         )
 
 
