@@ -140,7 +140,10 @@ def import_eventlog(
     polars.DataFrame
         A validated trace sorted by ``(start_ns, src_worker)``, with the
         extra columns ``attempt``, ``status``, ``speculative``,
-        ``executor_id``, ``clipped_ns`` and ``shuffle_write_bytes``.
+        ``executor_id``, ``clipped_ns``, ``shuffle_write_bytes``,
+        ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
+        task's ``state_rows``, ``state_updated_rows`` and
+        ``state_memory_bytes``.
 
     Raises
     ------
@@ -156,7 +159,8 @@ def import_eventlog(
     EventLogWarning
         For each skipped line (file and line number in the message),
         including events with a field of the wrong type or a number out of
-        range (the message names the field).
+        range (the message names the field); once per log naming the
+        fields its Structured Streaming events lack (null in the context).
     """
     return import_trace(path, stats=stats, progress=progress).frame
 

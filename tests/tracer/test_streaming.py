@@ -176,6 +176,27 @@ def test_trigger_wait_is_waiting_and_trigger_work_stays_driver() -> None:
     ]
 
 
+def test_idle_triggers_after_the_last_batch_are_waits() -> None:
+    # GIVEN a query whose triggers after batch 1 found no data (Spark 3.5+)
+    idle = [
+        {
+            "Event": LISTENER + "QueryIdleEvent",
+            "id": "q",
+            "runId": "run-1",
+            "timestamp": iso(at),
+        }
+        for at in (1800, 1900)
+    ]
+    model = fed(BEFORE + AFTER[:2] + idle + AFTER[2:])
+    # THEN the driver waited up to the last idle trigger, then ran driver code
+    assert idle_driver(model.build(final=True))[-3:] == [
+        (1550, 1600, "driver"),
+        (1600, 1900, "waiting"),
+        (1900, 2000, "driver"),
+    ]
+    assert model.context().queries[0].idle_triggers == 2
+
+
 def test_context_holds_queries_batches_and_job_tags() -> None:
     context = fed(BEFORE + AFTER).context()
     (query,) = context.queries

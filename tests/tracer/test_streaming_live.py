@@ -33,7 +33,9 @@ BATCHES, PATIENCE_S = 4, 30.0
 
 
 @pytest.fixture(scope="module")
-def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def streamed(
+    spark: Any, spark_eventlog_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """Attach, run the streaming query for RUN_S seconds (and BATCHES
     batches), stop it, detach."""
     out = tmp_path_factory.mktemp("stream-live")
@@ -62,7 +64,13 @@ def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     finally:
         query.stop()
     handle.detach()
-    return {"out": out, "handle": handle, "query_id": str(query.id)}
+    app = spark.sparkContext.applicationId
+    return {
+        "out": out,
+        "handle": handle,
+        "query_id": str(query.id),
+        "spark_log": spark_eventlog_dir / f"{app}.inprogress",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +120,24 @@ def test_stateful_tasks_carry_state_rows(streamed: dict[str, Any]) -> None:
     # Each batch's 4 partitions hold the 10 keys between them.
     per_stage = state.group_by("stage_id").agg(pl.col("state_rows").sum())
     assert (per_stage["state_rows"] == 10).any()
+
+
+def test_state_rows_are_those_of_sparks_own_log(streamed: dict[str, Any]) -> None:
+    """The listener drops tasks' accumulables but the state-store ones."""
+    columns = ["task_id", "state_rows", "state_updated_rows", "state_memory_bytes"]
+    ours = read_trace(streamed["out"]).drop_nulls("state_rows").select(columns)
+    assert ours.height > 0
+    deadline = time.monotonic() + 20  # Spark flushes its log at job ends
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = import_eventlog(streamed["spark_log"])
+        theirs = theirs.filter(pl.col("task_id").is_in(ours["task_id"].to_list()))
+        theirs = theirs.drop_nulls("state_rows").select(columns)
+        if theirs.height >= ours.height or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert ours.sort("task_id").equals(theirs.sort("task_id"))
 
 
 def test_driver_waits_between_batches(
