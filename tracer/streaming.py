@@ -477,6 +477,7 @@ class StreamRecords:
         #: Names of fields some event lacked (reported once per log).
         self.missing: set[str] = set()
         self._marks: dict[Key, list[tuple[int, int]]] | None = None
+        self._ends: dict[Key, list[int]] = {}  # each run's trigger ends, sorted
 
     def feed(self, event: dict[str, Any], now_ms: int | None) -> int | None:
         """Take one streaming event; returns the time (ms) it states, if any.
@@ -573,6 +574,7 @@ class StreamRecords:
                 for at in run.idle_ns or ():
                     marks.setdefault(key, []).append((at, at))
             self._marks = {k: sorted(v) for k, v in marks.items()}
+            self._ends = {k: sorted(e for _, e in v) for k, v in self._marks.items()}
         return self._marks
 
     def waits(self) -> list[tuple[int, int]]:
@@ -601,9 +603,10 @@ class StreamRecords:
             run = self.runs.get(key)
             if run is not None and run.end_ns is not None and run.end_ns < start:
                 continue
-            k = bisect.bisect_left([s[1] for s in spans], end)
-            if k < len(spans):
-                known = max(known, spans[k][1])
+            ends = self._ends[key]
+            k = bisect.bisect_left(ends, end)
+            if k < len(ends):
+                known = max(known, ends[k])
             elif run is not None and run.end_ns is not None:
                 known = max(known, run.end_ns)
             else:
