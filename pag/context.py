@@ -1,7 +1,9 @@
 """The application's context: what a trace's rows do not say (DESIGN §5).
 
 Spark properties, master and deploy mode, Spark version, the executors with
-their cores and lifetimes, and the jobs' own start and end times travel
+their cores and lifetimes, the jobs' own start and end times (and, for a
+Structured Streaming micro-batch, its query and batch) and the streaming
+queries with their micro-batches (:mod:`~sparktrail.pag.streams`) travel
 with a trace as an :class:`AppContext`: in the Arrow metadata of a trace
 file (:data:`CONTEXT_KEY`, JSON) and on :class:`~sparktrail.pag.trace.Trace`.
 The hint rules read it to count capacity only while an executor lived and
@@ -26,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sparktrail.errors import InputError
+
+from .streams import StreamBatch, StreamQuery, batches_of, queries_of
 
 __all__ = [
     "CONTEXT_KEY",
@@ -87,11 +91,18 @@ class ExecutorLife:
 
 @dataclass(frozen=True)
 class JobSpan:
-    """A job's own start and end (``JobStart``/``JobEnd``, ns)."""
+    """A job's own start and end (``JobStart``/``JobEnd``, ns).
+
+    A job of a Structured Streaming micro-batch names its query, the
+    query's run and the batch (``None`` for other jobs).
+    """
 
     job_id: int
     start_ns: int | None = None
     end_ns: int | None = None
+    query_id: str | None = None
+    run_id: str | None = None
+    batch_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,8 @@ class AppContext:
     properties: dict[str, str] = field(default_factory=dict)
     executors: tuple[ExecutorLife, ...] = ()
     jobs: tuple[JobSpan, ...] = ()
+    queries: tuple[StreamQuery, ...] = ()
+    batches: tuple[StreamBatch, ...] = ()
 
     # -- what the rules ask ---------------------------------------------------
 
@@ -192,7 +205,7 @@ class AppContext:
             raise ContextError(f"a trace context must be a JSON object, not {kind}")
         try:
             return _context_of(raw)
-        except (TypeError, ValueError, AttributeError) as err:
+        except (TypeError, ValueError, AttributeError, KeyError) as err:
             raise ContextError(f"a trace context has a bad field ({err})") from err
 
 
@@ -233,7 +246,12 @@ def _context_of(raw: dict[str, Any]) -> AppContext:
                 int(j["job_id"]),
                 _opt(j.get("start_ns"), int),
                 _opt(j.get("end_ns"), int),
+                _opt(j.get("query_id"), str),
+                _opt(j.get("run_id"), str),
+                _opt(j.get("batch_id"), int),
             )
             for j in raw.get("jobs") or ()
         ),
+        queries=queries_of(raw.get("queries")),
+        batches=batches_of(raw.get("batches")),
     )

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,18 @@ def _feed(model: SparkModel, reader: EventLogReader) -> None:
             )
 
 
+def _warn_stream_gaps(path: str | os.PathLike[str], model: SparkModel) -> None:
+    """One warning per log naming the streaming fields its events lacked."""
+    missing = model.streams.missing
+    if missing:
+        warnings.warn(
+            f"{path}: Structured Streaming events lack {', '.join(sorted(missing))}"
+            " (null in the trace's context)",
+            EventLogWarning,
+            stacklevel=3,
+        )
+
+
 def _nothing_read(path: str | os.PathLike[str], reader: EventLogReader) -> None:
     if reader.events_read == 0:
         raise EventLogError(
@@ -127,7 +140,10 @@ def import_eventlog(
     polars.DataFrame
         A validated trace sorted by ``(start_ns, src_worker)``, with the
         extra columns ``attempt``, ``status``, ``speculative``,
-        ``executor_id``, ``clipped_ns`` and ``shuffle_write_bytes``.
+        ``executor_id``, ``clipped_ns``, ``shuffle_write_bytes``,
+        ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
+        task's ``state_rows``, ``state_updated_rows`` and
+        ``state_memory_bytes``.
 
     Raises
     ------
@@ -143,7 +159,8 @@ def import_eventlog(
     EventLogWarning
         For each skipped line (file and line number in the message),
         including events with a field of the wrong type or a number out of
-        range (the message names the field).
+        range (the message names the field); once per log naming the
+        fields its Structured Streaming events lack (null in the context).
     """
     return import_trace(path, stats=stats, progress=progress).frame
 
@@ -167,6 +184,7 @@ def import_trace(
     with _progress(reader, progress):
         _feed(model, reader)
     _nothing_read(path, reader)
+    _warn_stream_gaps(path, model)
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
         _fill_stats(stats, model, reader)
@@ -279,6 +297,7 @@ def follow_eventlog(
     reader.follow = False
     _feed(model, reader)
     _nothing_read(path, reader)
+    _warn_stream_gaps(path, model)
     name = name or trace_name(path, model.stats.app_id)
     _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
     if stats is not None:

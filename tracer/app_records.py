@@ -18,9 +18,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fields import dict_field, int_field, opt_int
+from .fields import dict_field, int_field, list_field, opt_int
 
-__all__ = ["JobRecord", "StageRecord", "TaskRecord", "metric_values", "task_status"]
+__all__ = [
+    "STATE_METRICS",
+    "JobRecord",
+    "StageRecord",
+    "TaskRecord",
+    "job_tags",
+    "metric_values",
+    "state_values",
+    "task_status",
+]
+
+#: The stateful operators' SQL metrics (``StateStoreWriter``) a task's
+#: accumulables name, and the :class:`TaskRecord` field each sets.
+STATE_METRICS = {
+    "number of total state rows": "state_rows",
+    "number of updated state rows": "state_updated_rows",
+    "memory used by state": "state_memory_bytes",
+}
+#: Metrics every stateful task reports, even when 0 (timing and size
+#: metrics start at -1, so Spark sends them; a row count of 0 it drops).
+_STATEFUL_MARKS = frozenset({"memory used by state", "time to commit changes"})
 
 
 @dataclass(slots=True)
@@ -53,16 +73,23 @@ class TaskRecord:
     shuffle_write_bytes: int | None = None
     memory_bytes_spilled: int | None = None
     disk_bytes_spilled: int | None = None
+    state_rows: int | None = None
+    state_updated_rows: int | None = None
+    state_memory_bytes: int | None = None
 
 
 @dataclass
 class JobRecord:
-    """When a job started and ended (ms) and where in the log."""
+    """When a job started and ended (ms) and where in the log; a streaming
+    micro-batch's job names its query, run and batch."""
 
     start_ms: int | None = None
     end_ms: int | None = None
     start_order: int = 0
     end_order: int = 0
+    query_id: str | None = None
+    run_id: str | None = None
+    batch_id: int | None = None
 
 
 @dataclass
@@ -145,3 +172,77 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
             nbytes = (nbytes or 0) + in_bytes
     values["records"], values["bytes"] = records, nbytes
     return values
+
+
+def job_tags(properties: Any) -> dict[str, Any]:
+    """The :class:`JobRecord` fields a ``JobStart``'s properties set.
+
+    A micro-batch runs its jobs in the job group of its query's run, with
+    the query id and batch id as properties.
+
+    >>> job_tags({"sql.streaming.queryId": "q", "streaming.sql.batchId": "4",
+    ...     "spark.jobGroup.id": "r"})
+    {'query_id': 'q', 'run_id': 'r', 'batch_id': 4}
+    >>> job_tags({"spark.jobGroup.id": "mine"}), job_tags(None)
+    ({}, {})
+    """
+    if not isinstance(properties, dict):
+        return {}
+    query = properties.get("sql.streaming.queryId")
+    if not isinstance(query, str):
+        return {}
+    group = properties.get("spark.jobGroup.id")
+    batch = properties.get("streaming.sql.batchId")
+    try:
+        batch_id = int(batch) if batch is not None else None
+    except (TypeError, ValueError):
+        batch_id = None
+    return {
+        "query_id": query,
+        "run_id": group if isinstance(group, str) else None,
+        "batch_id": batch_id,
+    }
+
+
+def _update(value: Any) -> int | None:
+    """An accumulable's ``Update``: SQL metrics write it as text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def state_values(info: dict[str, Any]) -> dict[str, int]:
+    """The state fields of a :class:`TaskRecord`, from a ``TaskEnd``'s
+    ``Task Info`` accumulables (empty if the task holds no state).
+
+    Values of one name add up (a stage with two stateful operators); a
+    stateful task that does not report a row count had none (Spark drops
+    a 0 count).
+
+    >>> acc = [{"Name": "memory used by state", "Update": "400"},
+    ...     {"Name": "number of total state rows", "Update": "3"}]
+    >>> state_values({"Accumulables": acc})
+    {'state_rows': 3, 'state_updated_rows': 0, 'state_memory_bytes': 400}
+    >>> state_values({"Accumulables": [{"Name": "duration", "Update": "3"}]})
+    {}
+    """
+    found: dict[str, int] = {}
+    stateful = False
+    for acc in list_field(info, "Accumulables") or ():
+        name = acc.get("Name") if isinstance(acc, dict) else None
+        if name in _STATEFUL_MARKS:
+            stateful = True
+        field_name = STATE_METRICS.get(name) if isinstance(name, str) else None
+        value = _update(acc.get("Update")) if field_name else None
+        if field_name and value is not None:
+            found[field_name] = found.get(field_name, 0) + value
+    if not stateful and not found:
+        return {}
+    return {name: found.get(name, 0) for name in STATE_METRICS.values()}

@@ -63,6 +63,8 @@ import orjson
 
 from sparktrail.errors import InputError
 
+from .streaming import STREAM_EVENTS
+
 __all__ = [
     "USED_EVENTS",
     "EventLogError",
@@ -89,7 +91,7 @@ CODECS[".lzf"] = "lzf"
 CODECS[".gz"] = "gzip"
 
 #: Events the model reads; any other event is skipped without parsing.
-USED_EVENTS = frozenset(
+USED_EVENTS = STREAM_EVENTS | frozenset(
     f"SparkListener{name}"
     for name in (
         "LogStart",

@@ -17,8 +17,15 @@ The rules those modules do not state:
 * Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
   ``killed``, ``running``), ``speculative``, ``executor_id`` and
   ``clipped_ns`` on a task's rows; ``shuffle_write_bytes``,
-  ``memory_bytes_spilled`` and ``disk_bytes_spilled`` on its
-  ``processing`` row (see :mod:`~sparktrail.tracer.task_pieces`).
+  ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
+  task's ``state_rows``, ``state_updated_rows`` and
+  ``state_memory_bytes`` on its ``processing`` row (see
+  :mod:`~sparktrail.tracer.task_pieces`).
+* Structured Streaming: the query events go to
+  :class:`~sparktrail.tracer.streaming.StreamRecords` (the context's
+  ``queries`` and ``batches``), a micro-batch's jobs carry its query, run
+  and batch (``JobSpan``), and the driver's wait for a query's next
+  trigger is ``waiting`` (:mod:`~sparktrail.tracer.timelines`).
 
 Assumptions
 -----------
@@ -37,7 +44,15 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan, local_cores
 
-from .app_records import JobRecord, StageRecord, TaskRecord, metric_values, task_status
+from .app_records import (
+    JobRecord,
+    StageRecord,
+    TaskRecord,
+    job_tags,
+    metric_values,
+    state_values,
+    task_status,
+)
 from .fields import (
     MS,
     dict_field,
@@ -47,6 +62,7 @@ from .fields import (
     str_field,
     time_field,
 )
+from .streaming import STREAM_EVENTS, StreamRecords
 from .task_pieces import Label, counted_attempts
 from .timelines import (
     assign_slots,
@@ -148,6 +164,8 @@ class SparkModel:
             "SparkListenerTaskStart": self._task_start,
             "SparkListenerTaskEnd": self._task_end,
         }
+        self.streams = StreamRecords()
+        self._handlers.update(dict.fromkeys(STREAM_EVENTS, self._stream_event))
 
     # -- events --------------------------------------------------------------
 
@@ -235,6 +253,8 @@ class SparkModel:
         ]
         record = self.jobs.setdefault(job, JobRecord())
         record.start_ms, record.start_order = start, self._order
+        for tag, value in job_tags(e.get("Properties")).items():
+            setattr(record, tag, value)
         self._seen(start)
         for sid in ids:
             if isinstance(sid, int):
@@ -334,6 +354,7 @@ class SparkModel:
         getting = time_field(info, "Getting Result Time")
         metrics = dict_field(e, "Task Metrics")
         measured = metric_values(metrics) if metrics is not None else {}
+        measured.update(state_values(info))
         task = self._task(e, info)
         if task is None:
             return
@@ -346,6 +367,9 @@ class SparkModel:
         for name, value in measured.items():
             setattr(task, name, value)
         self._seen(task.finish_ms)
+
+    def _stream_event(self, e: dict[str, Any]) -> None:
+        self._seen(self.streams.feed(e, self.max_ms or None))
 
     # -- build ---------------------------------------------------------------
 
@@ -381,7 +405,17 @@ class SparkModel:
         pending = pending_intervals(self.stages.values(), final, end_ms)
         for worker, tasks in slots.items():
             slot_rows(rows, worker, tasks, pending, self._label, self._counted)
-        seq_of = driver_rows(rows, self.jobs, ordered, self.app_start_ms, final, end_ms)
+        streaming = bool(self.streams.runs)
+        seq_of = driver_rows(
+            rows,
+            self.jobs,
+            ordered,
+            self.app_start_ms,
+            final,
+            end_ms,
+            self.streams.waits() if streaming else None,
+            self.streams.settled if streaming else None,
+        )
         fix_driver_seqs(rows, seq_of)
         stats.tasks = len(self.tasks)
         stats.jobs = len(self.jobs)
@@ -419,9 +453,18 @@ class SparkModel:
             properties=dict(self.properties),
             executors=tuple(executors.values()),
             jobs=tuple(
-                JobSpan(job, _ns(rec.start_ms), _ns(rec.end_ms))
+                JobSpan(
+                    job,
+                    _ns(rec.start_ms),
+                    _ns(rec.end_ms),
+                    rec.query_id,
+                    rec.run_id,
+                    rec.batch_id,
+                )
                 for job, rec in sorted(self.jobs.items())
             ),
+            queries=self.streams.queries(),
+            batches=tuple(self.streams.batches),
         )
 
     def _end_ms(self) -> int:

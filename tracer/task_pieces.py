@@ -23,7 +23,9 @@ lost) keep their time but carry none, so sums over rows count each
 partition once, in a followed trace as in a full import. Spilled bytes
 (``memory_bytes_spilled``, ``disk_bytes_spilled``) are a cost of the
 attempt, like its time: every attempt's ``processing`` row carries its
-own (:func:`task_work`).
+own (:func:`task_work`). A stateful task's state (``state_rows``,
+``state_updated_rows``, ``state_memory_bytes``: its partition's state
+store after the task) counts like its records: once per partition.
 
 Assumptions
 -----------
@@ -158,14 +160,17 @@ def task_work(task: TaskRecord, counts: bool) -> tuple[int | None, ...]:
     ``processing`` row; records and bytes only if its records ``counts``.
 
     >>> t = TaskRecord(0, 0, 0, 0, 0, 0, "1", False, 0, 0, records=3,
-    ...     disk_bytes_spilled=8)
-    >>> task_work(t, True), task_work(t, False)
-    ((3, None, None, None, 8), (None, None, None, None, 8))
+    ...     disk_bytes_spilled=8, state_rows=2)
+    >>> task_work(t, True)
+    (3, None, None, None, 8, 2, None, None)
+    >>> task_work(t, False)
+    (None, None, None, None, 8, None, None, None)
     """
     spilled = (task.memory_bytes_spilled, task.disk_bytes_spilled)
     if not counts:
-        return (*NO_WORK[: -len(spilled)], *spilled)
-    return (task.records, task.bytes, task.shuffle_write_bytes, *spilled)
+        return (None, None, None, *spilled, None, None, None)
+    state = (task.state_rows, task.state_updated_rows, task.state_memory_bytes)
+    return (task.records, task.bytes, task.shuffle_write_bytes, *spilled, *state)
 
 
 def task_rows(

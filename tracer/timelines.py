@@ -16,7 +16,12 @@
   event that ends it: a launch -> ``scheduling``, a completion ->
   ``waiting``, the first job's start -> ``startup`` (the application
   starting: no advice about driver code may be drawn from it), anything
-  else -> ``scheduling`` while a job runs, else ``driver``.
+  else -> ``scheduling`` while a job runs, else ``driver``; but time
+  while no job runs in which a Structured Streaming query waited for its
+  next trigger (``waits``, :mod:`~sparktrail.tracer.streaming`) is
+  ``waiting``: a ``driver`` gap is cut there, and its pieces' vertices
+  inside the gap take the seq of the gap's first event (their times are
+  the gap's own), so seqs of later events never depend on the cuts.
 * seq: every vertex of a worker gets the next value of that worker's
   counter (the driver's events in (time, log order)), so equal timestamps
   never make a cycle.
@@ -263,11 +268,15 @@ def driver_rows(
     app_start_ms: int | None,
     final: bool,
     end_ms: int,
+    waits: list[tuple[int, int]] | None = None,
+    settle: Callable[[int, int], int] | None = None,
 ) -> dict[tuple[int, int], int]:
     """Add the driver's rows; returns its seq for each launch and completion.
 
     The returned map, keyed by (task id, event kind), is what
-    :func:`fix_driver_seqs` needs.
+    :func:`fix_driver_seqs` needs. ``waits`` (merged ns spans) are trigger
+    waits; ``settle(start, end)`` says when how a ``driver`` gap is cut
+    became known (default: its end).
     """
     events = _driver_events(jobs, ordered, app_start_ms, final, end_ms)
     seq_of: dict[tuple[int, int], int] = {}
@@ -294,17 +303,57 @@ def driver_rows(
         else:
             activity = "scheduling" if running else "driver"
         job = (last_job if last_job in running else max(running)) if running else None
+        start, end = ev.time_ms * MS, nxt.time_ms * MS
+        if activity == "driver" and (waits or settle):
+            _idle_rows(rows, start, end, i, waits or [], settle)
+            continue
         rows.add(
             "driver",
             "driver",
-            ev.time_ms * MS,
-            nxt.time_ms * MS,
+            start,
+            end,
             activity,
             i,
             i + 1,
             job_stage=(None, job, None),
         )
     return seq_of
+
+
+def _idle_rows(
+    rows: TraceRows,
+    start: int,
+    end: int,
+    seq: int,
+    waits: list[tuple[int, int]],
+    settle: Callable[[int, int], int] | None,
+) -> None:
+    """A driver gap with no job running: ``driver``, but ``waiting`` where
+    a query waited for its next trigger. Cut vertices keep ``seq``."""
+    cuts = [start]
+    k = max(0, bisect.bisect_right(waits, (start, INF)) - 1)
+    while k < len(waits) and waits[k][0] < end:
+        lo, hi = max(waits[k][0], start), min(waits[k][1], end)
+        if lo < hi:
+            cuts.extend(x for x in (lo, hi) if x != cuts[-1])
+        k += 1
+    if cuts[-1] != end or len(cuts) == 1:
+        cuts.append(end)
+    last = len(cuts) - 2
+    # Where the gap is cut depends on all of it: its pieces settle together.
+    fixed = settle(start, end) if settle is not None else end
+    for n, (a, b) in enumerate(itertools.pairwise(cuts)):
+        activity = "waiting" if _covered(waits, a, b) and a < b else "driver"
+        rows.add(
+            "driver",
+            "driver",
+            a,
+            b,
+            activity,
+            seq,
+            seq + 1 if n == last else seq,
+            settled=fixed,
+        )
 
 
 def _driver_events(

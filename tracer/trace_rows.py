@@ -40,6 +40,9 @@ WORK_COLUMNS = (
     "shuffle_write_bytes",
     "memory_bytes_spilled",
     "disk_bytes_spilled",
+    "state_rows",
+    "state_updated_rows",
+    "state_memory_bytes",
 )
 #: A row that carries no work.
 NO_WORK: tuple[int | None, ...] = (None,) * len(WORK_COLUMNS)

@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkFirehoseListener;
+import org.apache.spark.scheduler.AccumulableInfo;
 import org.apache.spark.scheduler.LiveListenerBus;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
@@ -31,6 +32,7 @@ import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.scheduler.TaskInfo;
 import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.apache.spark.util.JsonProtocol;
 import org.apache.spark.util.JsonProtocolOptions;
@@ -89,6 +91,28 @@ public class SparktrailListener extends SparkFirehoseListener {
           SparkListenerStageCompleted.class,
           SparkListenerTaskStart.class,
           SparkListenerTaskEnd.class);
+
+  /**
+   * Structured Streaming events the model reads (tracer/streaming.py STREAM_EVENTS), by class
+   * name: they live in spark-sql, and QueryIdleEvent only from Spark 3.5 on.
+   */
+  private static final Set<String> USED_NAMES =
+      Set.of(
+          "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStartedEvent",
+          "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent",
+          "org.apache.spark.sql.streaming.StreamingQueryListener$QueryTerminatedEvent",
+          "org.apache.spark.sql.streaming.StreamingQueryListener$QueryIdleEvent");
+
+  /**
+   * Task accumulables kept by {@link #slim}: the stateful operators' SQL metrics the model reads
+   * (tracer/app_records.py STATE_METRICS and the marks of a stateful task).
+   */
+  private static final Set<String> KEPT_ACCUMULABLES =
+      Set.of(
+          "number of total state rows",
+          "number of updated state rows",
+          "memory used by state",
+          "time to commit changes");
 
   /**
    * Spark properties copied into the environment event. Only these: the full environment is
@@ -275,7 +299,7 @@ public class SparktrailListener extends SparkFirehoseListener {
   @Override
   public void onEvent(SparkListenerEvent event) {
     eventsSeen.incrementAndGet();
-    if (!USED.contains(event.getClass())) {
+    if (!USED.contains(event.getClass()) && !USED_NAMES.contains(event.getClass().getName())) {
       return;
     }
     if (closed) {
@@ -346,8 +370,9 @@ public class SparktrailListener extends SparkFirehoseListener {
   }
 
   /**
-   * The event without its tasks' accumulator values: the model reads the task metrics, and
-   * per-task SQL metrics made up most of each TaskEnd line and of its serialization time.
+   * The event without its tasks' accumulator values, but for the few state-store metrics the
+   * model reads ({@link #KEPT_ACCUMULABLES}): the model reads the task metrics, and per-task SQL
+   * metrics made up most of each TaskEnd line and of its serialization time.
    */
   private static SparkListenerEvent slim(SparkListenerEvent event) {
     if (event instanceof SparkListenerTaskEnd) {
@@ -358,7 +383,7 @@ public class SparktrailListener extends SparkFirehoseListener {
             e.stageAttemptId(),
             e.taskType(),
             e.reason(),
-            e.taskInfo().cloneWithEmptyAccumulables(),
+            keptAccumulables(e.taskInfo()),
             e.taskExecutorMetrics(),
             e.taskMetrics());
       }
@@ -370,6 +395,20 @@ public class SparktrailListener extends SparkFirehoseListener {
       }
     }
     return event;
+  }
+
+  /** A copy of {@code info} holding only the accumulables in {@link #KEPT_ACCUMULABLES}. */
+  @SuppressWarnings("unchecked")
+  private static TaskInfo keptAccumulables(TaskInfo info) {
+    scala.collection.immutable.Seq<AccumulableInfo> kept =
+        (scala.collection.immutable.Seq<AccumulableInfo>)
+            info.accumulables()
+                .filter(a -> a.name().isDefined() && KEPT_ACCUMULABLES.contains(a.name().get()));
+    TaskInfo copy = info.cloneWithEmptyAccumulables();
+    if (!kept.isEmpty()) {
+      copy.setAccumulables(kept);
+    }
+    return copy;
   }
 
   /**
