@@ -56,11 +56,19 @@ _WORK = (
     "shuffle_write_bytes",
     "memory_bytes_spilled",
     "disk_bytes_spilled",
+    "state_rows",
+    "state_memory_bytes",
 )
 #: Of those, the ones that stay null when none of the task's rows states
 #: them (a failed attempt's records are unknown, not 0; a trace without
 #: spill columns says nothing about spills).
-_NULL_IF_UNSTATED = ("records", "memory_bytes_spilled", "disk_bytes_spilled")
+_NULL_IF_UNSTATED = (
+    "records",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+    "state_rows",
+    "state_memory_bytes",
+)
 
 
 def executor_of(worker: pl.Expr) -> pl.Expr:
@@ -166,9 +174,10 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
     executor, launch_ns, end_ns, duration_ns, useful_ns, run_ns, gc_ns,
     records, bytes, shuffle_write_bytes, memory_bytes_spilled,
-    disk_bytes_spilled, status``. ``run_ns`` is Spark's executor run time
-    as the trace tiles it (:data:`RUN`: fetch wait, processing, GC and
-    shuffle write), ``gc_ns`` the length of its ``gc`` rows; the work
+    disk_bytes_spilled, state_rows, state_memory_bytes, status``.
+    ``run_ns`` is Spark's executor run time as the trace tiles it
+    (:data:`RUN`: fetch wait, processing, GC and shuffle write), ``gc_ns``
+    the length of its ``gc`` rows; the work
     columns are sums over its rows (``records`` and the spills null when
     no row states them).
 
@@ -184,6 +193,8 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
         "shuffle_write_bytes": pl.Int64,
         "memory_bytes_spilled": pl.Int64,
         "disk_bytes_spilled": pl.Int64,
+        "state_rows": pl.Int64,
+        "state_memory_bytes": pl.Int64,
     }
     frame = load_trace(trace).frame
     frame = frame.with_columns(

@@ -124,6 +124,23 @@ class HintOptions:
     #: spill: CP share of a stage whose tasks spilled to disk; smaller
     #: stages' spills cost too little of the path to act on.
     spill_min_share: float = 0.10
+    #: moving_hotspot: runs of an operator with a hot partition, and how
+    #: often that partition must change between consecutive runs.
+    moving_min_runs: int = 3
+    moving_min_moves: int = 2
+    #: state_skew: one state partition's share of the state rows, and that
+    #: share over the fair one (1 / partitions).
+    state_skew_min_share: float = 0.25
+    state_skew_factor: float = 2.0
+    #: stream_backlog, trigger_bound, planning_bound: batches needed, the
+    #: last batches looked at, how far below the input rate counts as
+    #: behind, DS2's target utilisation, and the share of trigger time
+    #: outside addBatch that is planning-bound.
+    stream_min_batches: int = 3
+    stream_batches: int = 20
+    stream_behind_share: float = 0.05
+    stream_target_utilisation: float = 0.7
+    planning_min_share: float = 0.30
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shar
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .memory_pressure import gc_bound, spill
+from .over_time import moving_hotspot, state_skew
 from .parallelism import parallelism
 from .partitions import over_partitioned
 from .ranking import finish_hints
+from .streaming import planning_bound, stream_backlog, trigger_bound
 from .tasks import task_hints
 
 __all__ = [
@@ -46,6 +48,11 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     over_partitioned,
     gc_bound,
     spill,
+    moving_hotspot,
+    stream_backlog,
+    state_skew,
+    trigger_bound,
+    planning_bound,
 )
 
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-import polars as pl
-
 from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ._common import Context, Hint, saving_severity
+from .over_time import operator_keys
 
-__all__ = ["finish_hints", "merge_repeats"]
+__all__ = ["finish_hints", "merge_repeats", "without_static_fixes"]
 
 #: Kinds that name a stage and repeat when an operator runs again.
 STAGE_KINDS = frozenset(
@@ -37,8 +36,12 @@ STAGE_KINDS = frozenset(
         "scheduling_bound",
         "gc_bound",
         "spill",
+        "state_skew",
     }
 )
+#: Static fixes of one run's hot partition, which a moving hotspot of the
+#: same stages replaces.
+STATIC_SKEW_KINDS = frozenset({"hotspot", "skew_unsplittable"})
 #: Stages listed in a merged hint's evidence.
 MAX_LISTED = 20
 
@@ -72,15 +75,6 @@ def _with_severity(hint: Hint, wall_ns: int) -> Hint:
     if hint.saving_share is not None:
         return replace(hint, severity=saving_severity(hint.saving_share))
     return hint.with_saving(hint.predicted_saving_ns, wall_ns)
-
-
-def _operator_keys(ctx: Context) -> dict[int, str]:
-    ops = ctx.operator.filter(pl.col("stage_id").is_not_null())
-    keys = {}
-    for row in ops.select("stage_id", "call_site", "name").iter_rows():
-        stage, site, name = row
-        keys[int(stage)] = site or name or f"stage {stage}"
-    return keys
 
 
 def merge_repeats(hints: list[Hint], keys: dict[int, str], wall_ns: int) -> list[Hint]:
@@ -148,7 +142,28 @@ def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
     )
 
 
+def without_static_fixes(hints: list[Hint]) -> list[Hint]:
+    """``hints`` without the static skew fixes of stages a ``moving_hotspot``
+    names: splitting one run's hot partition is the wrong advice there.
+
+    >>> moving = Hint("moving_hotspot", "high", 0.5, {"stages": [1, 2]}, "salt")
+    >>> static = Hint("hotspot", "high", 0.2, {}, "split", stage_id=2)
+    >>> [h.kind for h in without_static_fixes([moving, static])]
+    ['moving_hotspot']
+    """
+    moving = {
+        stage
+        for h in hints
+        if h.kind == "moving_hotspot"
+        for stage in h.evidence.get("stages", ())
+    }
+    return [
+        h for h in hints if not (h.kind in STATIC_SKEW_KINDS and h.stage_id in moving)
+    ]
+
+
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
-    finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in hints]
-    return merge_repeats(finished, _operator_keys(ctx), ctx.wall_ns)
+    kept = without_static_fixes(hints)
+    finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in kept]
+    return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns)

@@ -1,0 +1,266 @@
+"""Hints over a Structured Streaming query's micro-batches (DESIGN §6, §8).
+
+The rules read the query's progress (:class:`~sparktrail.pag.streams.
+StreamBatch` in the application's context), not CP: a micro-batch query
+that falls behind shows it in Spark's own rates before any activity does.
+
+* ``stream_backlog`` (DS2): the processed rate stays below the input rate
+  over several batches. The true rate of one slot is the processed rate
+  over the slots the query had; the slots ``pi`` that keep up with the
+  input at a target utilisation (0.7) are ``ceil(input rate / (0.7 x rate
+  per slot))``, and the backlog (offsets behind latest where the source
+  reports it, else the rows that arrived and were not processed) drains
+  in ``backlog / (pi x rate per slot - input rate)``.
+* ``trigger_bound``: most batches run longer than the trigger interval,
+  so the query starts each batch late. Spark's progress does not state
+  the interval; it is inferred as the median spacing of batch starts that
+  followed a wait.
+* ``planning_bound``: the trigger's time outside ``addBatch`` (query
+  planning, getting the batch, offsets and the write-ahead log) is a large
+  share of each trigger.
+
+Assumptions
+-----------
+* A query's batches are those of the context with its ``query_id``, in
+  batch order; numbers a progress lacks are ``None`` and the batch is left
+  out of the rule that needs them.
+* The slots are the application's (:meth:`Context.total_slots`): a query
+  shares them with whatever else the application runs.
+* These rules name no stage: their ``saving_share`` is the share of the
+  input the query fails to keep up with (``stream_backlog``,
+  ``trigger_bound``) or of trigger time spent outside ``addBatch``
+  (``planning_bound``), so severity follows from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sparktrail.pag.streams import StreamBatch
+
+from ._common import Context, Hint, saving_severity
+
+__all__ = ["planning_bound", "stream_backlog", "trigger_bound"]
+
+#: ``durationMs`` keys spent outside running the batch's jobs.
+PLANNING_KEYS = (
+    "queryPlanning",
+    "getBatch",
+    "latestOffset",
+    "getOffset",
+    "walCommit",
+    "commitOffsets",
+    "setOffsetRange",
+)
+
+
+def _by_query(ctx: Context) -> dict[str, list[StreamBatch]]:
+    queries: dict[str, list[StreamBatch]] = defaultdict(list)
+    for batch in ctx.app.batches:
+        queries[batch.query_id].append(batch)
+    for batches in queries.values():
+        batches.sort(key=lambda b: (b.batch_id is None, b.batch_id or 0))
+    return dict(queries)
+
+
+def _name(ctx: Context, query_id: str) -> str:
+    for query in ctx.app.queries:
+        if query.query_id == query_id and query.name:
+            return f"query {query.name!r}"
+    return f"query {query_id[:8]}"
+
+
+def _rated(batches: Sequence[StreamBatch]) -> list[StreamBatch]:
+    """Batches with input and positive processed rates."""
+    return [
+        b
+        for b in batches
+        if b.input_rows_per_second is not None
+        and b.processed_rows_per_second
+        and b.num_input_rows
+    ]
+
+
+def _backlog(batch: StreamBatch) -> int | None:
+    known = [s.backlog for s in batch.sources or () if s.backlog is not None]
+    return sum(known) if known else None
+
+
+def stream_backlog(ctx: Context) -> list[Hint]:
+    """``stream_backlog``: a query processes fewer rows/s than arrive.
+
+    Examples
+    --------
+    See ``tests/summaries/test_streaming_hints.py``.
+    """
+    opts = ctx.options
+    hints = []
+    for query_id, batches in _by_query(ctx).items():
+        rated = _rated(batches)[-opts.stream_batches :]
+        behind = [
+            b
+            for b in rated
+            if (b.processed_rows_per_second or 0)
+            < (1 - opts.stream_behind_share) * (b.input_rows_per_second or 0)
+        ]
+        if len(rated) < opts.stream_min_batches or len(behind) * 2 < len(rated):
+            continue
+        input_rate = statistics.fmean(b.input_rows_per_second or 0 for b in rated)
+        processed = statistics.fmean(b.processed_rows_per_second or 0 for b in rated)
+        if processed >= (1 - opts.stream_behind_share) * input_rate:
+            continue
+        slots = ctx.total_slots()
+        per_slot = processed / slots
+        target = opts.stream_target_utilisation
+        pi = math.ceil(input_rate / (target * per_slot))
+        backlog = _backlog(rated[-1])
+        estimated = backlog is None
+        if backlog is None:  # rows that arrived and were not processed
+            backlog = round(
+                sum(
+                    (b.input_rows_per_second or 0) - (b.processed_rows_per_second or 0)
+                    for b in behind
+                )
+            )
+        surplus = pi * per_slot - input_rate
+        drain_s = backlog / surplus if surplus > 0 else None
+        share = 1 - processed / input_rate
+        first, last = rated[0].batch_id, rated[-1].batch_id
+        evidence = {
+            "query_id": query_id,
+            "batches": len(rated),
+            "batches_behind": len(behind),
+            "first_batch": first,
+            "last_batch": last,
+            "input_rate": input_rate,
+            "processed_rate": processed,
+            "slots": slots,
+            "rate_per_slot": per_slot,
+            "target_utilisation": target,
+            "pi": pi,
+            "backlog_rows": backlog,
+            "backlog_estimated": estimated,
+            "drain_s": drain_s,
+        }
+        drain = (
+            f"; at {pi} slots the backlog of about {backlog:,} rows drains in "
+            f"{drain_s:.3g} s"
+            if drain_s is not None
+            else ""
+        )
+        hints.append(
+            Hint(
+                "stream_backlog",
+                saving_severity(share),
+                share,
+                evidence,
+                f"{_name(ctx, query_id)} processed {processed:,.0f} rows/s of "
+                f"{input_rate:,.0f} rows/s arriving in batches {first}..{last}: "
+                f"it falls behind. Give it pi = {pi} slots (it had {slots}: "
+                f"{per_slot:,.0f} rows/s each, {target:.0%} busy at the "
+                "input rate) with more executors or cores, and as many source and "
+                f"shuffle partitions (spark.sql.shuffle.partitions={pi} takes "
+                "effect for a new checkpoint only); or cap the input with "
+                f"maxOffsetsPerTrigger / maxFilesPerTrigger{drain}.",
+                saving_share=share,
+            )
+        )
+    return hints
+
+
+def _trigger_interval_ns(batches: Sequence[StreamBatch]) -> int | None:
+    """Median start spacing of batches whose predecessor ended before them
+    (so the trigger, not the batch, set the start)."""
+    gaps = []
+    for before, after in itertools.pairwise(batches):
+        end = before.trigger_end_ns
+        if end is None or before.timestamp_ns is None or after.timestamp_ns is None:
+            continue
+        if after.timestamp_ns > end:
+            gaps.append(after.timestamp_ns - before.timestamp_ns)
+    return int(statistics.median(gaps)) if len(gaps) >= 2 else None
+
+
+def trigger_bound(ctx: Context) -> list[Hint]:
+    """``trigger_bound``: most batches outlast the trigger interval."""
+    opts = ctx.options
+    hints = []
+    for query_id, batches in _by_query(ctx).items():
+        interval = _trigger_interval_ns(batches)
+        timed = [b for b in batches if b.trigger_end_ns is not None]
+        if interval is None or len(timed) < opts.stream_min_batches:
+            continue
+        ms = [(b.duration_ms or {})["triggerExecution"] for b in timed]
+        late = [m for m in ms if m * 1_000_000 > interval]
+        if len(late) * 2 < len(timed):
+            continue
+        median_ms = statistics.median(ms)
+        share = 1 - interval / (median_ms * 1_000_000)
+        hints.append(
+            Hint(
+                "trigger_bound",
+                saving_severity(share),
+                max(0.0, share),
+                {
+                    "query_id": query_id,
+                    "trigger_interval_ns": interval,
+                    "median_batch_ns": median_ms * 1_000_000,
+                    "batches": len(timed),
+                    "batches_late": len(late),
+                },
+                f"{len(late)} of {len(timed)} batches of {_name(ctx, query_id)} "
+                f"took longer than its trigger interval (about "
+                f"{interval / 1e9:.3g} s; median batch {median_ms / 1e3:.3g} s): "
+                "each batch starts late and the latency grows. Make a batch "
+                "cheaper (see the other hints), or set a trigger interval the "
+                "batches fit in.",
+                saving_share=max(0.0, share),
+            )
+        )
+    return hints
+
+
+def planning_bound(ctx: Context) -> list[Hint]:
+    """``planning_bound``: the trigger's time outside its jobs is large."""
+    opts = ctx.options
+    hints = []
+    for query_id, batches in _by_query(ctx).items():
+        timed = [
+            b.duration_ms
+            for b in batches
+            if b.duration_ms and b.duration_ms.get("triggerExecution")
+        ]
+        if len(timed) < opts.stream_min_batches:
+            continue
+        total = sum(d["triggerExecution"] for d in timed)
+        parts = {k: sum(d.get(k, 0) for d in timed) for k in PLANNING_KEYS}
+        planning = sum(parts.values())
+        share = planning / total
+        if share < opts.planning_min_share:
+            continue
+        top = max(parts, key=lambda k: parts[k])
+        hints.append(
+            Hint(
+                "planning_bound",
+                saving_severity(share),
+                share,
+                {
+                    "query_id": query_id,
+                    "batches": len(timed),
+                    "planning_share": share,
+                    "trigger_ms": total,
+                    **{f"{k}_ms": v for k, v in parts.items() if v},
+                },
+                f"{share:.0%} of {_name(ctx, query_id)}'s trigger time is spent "
+                f"outside running its batches, most in {top} "
+                f"({parts[top] / max(1, len(timed)):,.0f} ms a batch): fewer, "
+                "larger batches (a longer trigger interval), a simpler plan, or "
+                "for Kafka fewer partitions per topic or a cheaper latestOffset.",
+                saving_share=share,
+            )
+        )
+    return hints

@@ -1,0 +1,92 @@
+"""moving_hotspot and state_skew over an operator's runs."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from sparktrail import summarize
+from tests.summaries.builders import MS, Trace
+
+SLOTS = 6
+
+
+def runs(hot: list[int], *, state: list[int] | None = None) -> pl.DataFrame:
+    """One stage per run of the same join, one after the other: six tasks
+    in parallel, partition ``hot[i]`` of run ``i`` with 10x the records and
+    5x the time."""
+    t = Trace()
+    start = 0.0
+    for stage, hot_partition in enumerate(hot):
+        for p in range(SLOTS):
+            is_hot = p == hot_partition
+            t.task(
+                f"exec-1/{p}",
+                start,
+                [("processing", 50 if is_hot else 10)],
+                stage=stage,
+                job=stage,
+                partition=p,
+                records=500 if is_hot else 50,
+                name="join at App.scala:20",
+            )
+        start += 50
+    frame = t.frame()
+    if state is not None:
+        rows = pl.Series("state_rows", state * len(hot), dtype=pl.Int64)
+        tasks = pl.DataFrame(
+            {"task_id": pl.int_range(len(rows), eager=True), "s": rows}
+        )
+        frame = (
+            frame.join(tasks, on="task_id", how="left")
+            .with_columns(
+                state_rows=pl.when(pl.col("activity") == "processing").then(pl.col("s"))
+            )
+            .drop("s")
+        )
+    return frame
+
+
+def kinds(frame: pl.DataFrame) -> list[str]:
+    return summarize(frame, 50 * MS * 4).hints["kind"].to_list()
+
+
+def test_a_hot_partition_that_moves_is_one_moving_hotspot_hint() -> None:
+    # GIVEN four runs of one join whose hot partition goes 1, 1, 3, 4
+    hints = summarize(runs([1, 1, 3, 4]), 200 * MS).hints
+    moving = hints.filter(pl.col("kind") == "moving_hotspot")
+    # THEN one hint names the operator, the partitions and the moves
+    assert len(moving) == 1
+    evidence = json.loads(moving["evidence"][0])
+    assert evidence["hot_partitions"] == [1, 1, 3, 4]
+    assert evidence["moves"] == 2 and evidence["runs"] == 4
+    assert "salt the key" in moving["action"][0].lower()
+    # AND its saving is the replay of splitting each run's hot partition
+    assert moving["predicted_saving_ns"][0] > 0
+    # AND no static split of one run's partition is advised beside it
+    assert not hints["kind"].is_in(["hotspot", "skew_unsplittable"]).any()
+
+
+def test_a_hot_partition_that_stays_is_a_static_hotspot() -> None:
+    found = kinds(runs([2, 2, 2, 2]))
+    assert "moving_hotspot" not in found
+    assert {"hotspot", "skew_unsplittable"} & set(found)
+
+
+def test_one_state_partition_with_most_state_rows_is_state_skew() -> None:
+    # GIVEN runs whose partition 0 holds 700 of 1,200 state rows each time
+    hints = summarize(runs([0, 0, 0], state=[700, 100, 100, 100, 100, 100]), 200 * MS)
+    skew = hints.hints.filter(pl.col("kind") == "state_skew")
+    # THEN one (merged) state_skew hint names that partition and its share
+    assert len(skew) == 1
+    assert skew["partition"][0] == 0
+    evidence = json.loads(skew["evidence"][0])
+    assert evidence["state_share"] == pytest.approx(700 / 1200, abs=1e-6)
+    assert skew["occurrences"][0] == 3
+    assert "fixed by the checkpoint" in skew["action"][0]
+
+
+def test_even_state_is_not_state_skew() -> None:
+    assert "state_skew" not in kinds(runs([0, 0, 0], state=[100] * SLOTS))
