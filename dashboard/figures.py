@@ -41,6 +41,7 @@ __all__ = [
     "MAX_TIMELINE_MESSAGES",
     "MERGED_BAR_BUDGET",
     "ONE_EXECUTOR_NOTE",
+    "SHARE_ONLY_KINDS",
     "activity_over_time",
     "communication_heatmap",
     "critical_gantt",
@@ -935,6 +936,14 @@ def evidence_text(evidence: str | None) -> str:
     return _evidence_pairs(data)
 
 
+#: Kinds whose "saving" is a share of something else than the run's wall
+#: time (a streaming query's input or trigger), with how to say it.
+SHARE_ONLY_KINDS: dict[str, str] = {
+    "stream_backlog": "{share:.0%} of the input falls behind",
+    "trigger_bound": "batches run {share:.0%} over their trigger",
+}
+
+
 def saving_text(hint: dict[str, Any]) -> str:
     """A hint's predicted saving for a table cell.
 
@@ -944,8 +953,12 @@ def saving_text(hint: dict[str, Any]) -> str:
     >>> saving_text({"kind": "idle_capacity", "predicted_saving_ns": 1.2e11,
     ...     "saving_share": 0.4})
     '2 core-min (40% of slot time)'
+    >>> saving_text({"kind": "stream_backlog", "saving_share": 0.4})
+    '40% of the input falls behind'
     """
     saving, share = hint.get("predicted_saving_ns"), hint.get("saving_share")
+    if share is not None and hint.get("kind") in SHARE_ONLY_KINDS:
+        return SHARE_ONLY_KINDS[str(hint["kind"])].format(share=share)
     if saving is None or share is None:
         return ""
     if hint.get("kind") == "idle_capacity":

@@ -32,7 +32,7 @@ from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
 from sparktrail.summaries.hints import shown_hints
 
-from .figures import saving_text
+from .figures import SHARE_ONLY_KINDS, saving_text
 
 __all__ = [
     "NO_JOB",
@@ -94,6 +94,26 @@ _KIND_TEXT: dict[str, tuple[str, str]] = {
     "spill": (
         "tasks of {stage} spill to disk",
         "give them more memory, or split the stage into more tasks",
+    ),
+    "moving_hotspot": (
+        "the hot partition of {stage}'s operator moves from run to run",
+        "salt its key, or partition by the lighter of two choices",
+    ),
+    "state_skew": (
+        "one state partition{partition} of {stage} holds most of the state",
+        "salt the state key, or re-partition it with a new checkpoint",
+    ),
+    "stream_backlog": (
+        "a streaming query processes fewer rows per second than arrive",
+        "give it the slots the hint names (pi)",
+    ),
+    "trigger_bound": (
+        "a streaming query's batches outlast its trigger interval",
+        "make its batches cheaper or its trigger longer",
+    ),
+    "planning_bound": (
+        "a streaming query spends its triggers planning and tracking offsets",
+        "use fewer, larger batches",
     ),
 }
 
@@ -308,6 +328,8 @@ def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
     saving = saving_text(hint)
     if kind == "idle_capacity":
         gain = f", which frees {saving}" if saving else ""
+    elif kind in SHARE_ONLY_KINDS:
+        gain = f" ({saving})" if saving else ""
     else:
         gain = f", which saves {saving}" if saving else ""
     return f"{problem[0].upper()}{problem[1:]}: {first.format(**names)} first{gain}."

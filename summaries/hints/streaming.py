@@ -26,10 +26,11 @@ Assumptions
   out of the rule that needs them.
 * The slots are the application's (:meth:`Context.total_slots`): a query
   shares them with whatever else the application runs.
-* These rules name no stage: their ``saving_share`` is the share of the
-  input the query fails to keep up with (``stream_backlog``,
-  ``trigger_bound``) or of trigger time spent outside ``addBatch``
-  (``planning_bound``), so severity follows from it.
+* ``stream_backlog`` and ``trigger_bound`` save no wall time of the run
+  (a streaming query runs until stopped): their ``saving_share`` is the
+  share of the input the query fails to keep up with, or by which its
+  batches outlast the trigger, and severity follows from it.
+  ``planning_bound``'s saving is the planning time itself, at most.
 """
 
 from __future__ import annotations
@@ -243,6 +244,7 @@ def planning_bound(ctx: Context) -> list[Hint]:
         if share < opts.planning_min_share:
             continue
         top = max(parts, key=lambda k: parts[k])
+        saving_ns = float(planning) * 1e6  # ms: at most all of it
         hints.append(
             Hint(
                 "planning_bound",
@@ -260,7 +262,7 @@ def planning_bound(ctx: Context) -> list[Hint]:
                 f"({parts[top] / max(1, len(timed)):,.0f} ms a batch): fewer, "
                 "larger batches (a longer trigger interval), a simpler plan, or "
                 "for Kafka fewer partitions per topic or a cheaper latestOffset.",
-                saving_share=share,
+                predicted_saving_ns=saving_ns,
             )
         )
     return hints

@@ -119,7 +119,10 @@ def test_planning_most_of_the_trigger_is_planning_bound() -> None:
         durations={"addBatch": 300, "queryPlanning": 500, "latestOffset": 200},
     )
     hint = only(hints_for(stream), "planning_bound")
-    assert hint["saving_share"] == pytest.approx(0.7)
+    evidence = json.loads(str(hint["evidence"]))
+    assert evidence["planning_share"] == pytest.approx(0.7)
+    # the saving is the planning time itself: 5 x 700 ms
+    assert hint["predicted_saving_ns"] == pytest.approx(3.5e9)
     assert "queryPlanning" in str(hint["action"])
 
 
