@@ -51,6 +51,7 @@ __all__ = [
     "TASK_ACTIVITIES",
     "most_critical_window",
     "window_cp",
+    "window_text",
     "write_report",
     "write_summaries",
 ]
@@ -194,9 +195,29 @@ def _seconds(ns: float) -> str:
     return f"{ns / 1e9:.3g} s" if ns >= 1e8 else f"{ns / 1e6:.3g} ms"
 
 
+def window_text(summaries: Summaries) -> str:
+    """The windows' length: ``1 s``, or for windows of several lengths (one
+    per streaming micro-batch, ``--window batch``) their median.
+
+    >>> from sparktrail import summarize
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4_000_000_000], "activity": ["processing"]})
+    >>> window_text(summarize(t, 1_000_000_000))
+    '1 s'
+    """
+    windows = summaries.windows
+    lengths = set((windows[WINDOW_END_NS] - windows[WINDOW_START_NS]).to_list())
+    if lengths <= {summaries.window_ns}:  # the fixed windows of --window
+        return _seconds(summaries.window_ns)
+    return (
+        f"one per micro-batch and per wait between them "
+        f"(median {_seconds(summaries.window_ns)})"
+    )
+
+
 def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) -> str:
     windows = summaries.windows
-    rows = [("input", title), ("window size", _seconds(summaries.window_ns))]
+    rows = [("input", title), ("window size", window_text(summaries))]
     if windows.is_empty():
         rows.append(("windows", "0"))
     else:

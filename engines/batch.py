@@ -11,14 +11,21 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
-from sparktrail.pag.trace import TraceLike, load_trace
+from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import coarse_range, to_trace_rows
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions, Summaries
 
-__all__ = ["BATCH_ROWS", "Progress", "summarize", "window_batches"]
+__all__ = [
+    "BATCH_ROWS",
+    "Progress",
+    "micro_batch_bounds",
+    "summarize",
+    "summarize_micro_batches",
+    "window_batches",
+]
 
 #: Trace rows starting in one batch of windows.
 BATCH_ROWS = 1_000_000
@@ -149,3 +156,105 @@ def window_batches(
         (origin_ns + a * window_ns, origin_ns + b * window_ns)
         for a, b in itertools.pairwise(bounds)
     ]
+
+
+def micro_batch_bounds(trace: Trace) -> list[int]:
+    """Window boundaries at the streaming micro-batches' triggers.
+
+    Each micro-batch's trigger (its start to ``trigger_end_ns``) is a
+    window, and so is each wait between two triggers (of any query): a
+    window that ended with the wait for the next trigger would have no
+    path, waiting being on none. The first window runs from the trace's
+    first event to the first trigger, the last to the trace's last event;
+    boundaries outside the trace are left out. Empty when the context has
+    no micro-batch.
+
+    >>> from sparktrail.pag.context import AppContext
+    >>> from sparktrail.pag.streams import StreamBatch
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [10], "activity": ["processing"]})
+    >>> app = AppContext(batches=(StreamBatch("q", batch_id=0, timestamp_ns=4,
+    ...     duration_ms={"triggerExecution": 0}), StreamBatch("q", batch_id=1,
+    ...     timestamp_ns=7)))
+    >>> micro_batch_bounds(Trace(load_trace(t).frame, app))
+    [0, 4, 7, 11]
+    >>> app = AppContext(batches=(StreamBatch("q", batch_id=0, timestamp_ns=2,
+    ...     duration_ms={"triggerExecution": 0}),))
+    >>> micro_batch_bounds(Trace(load_trace(t.with_columns(end_ns=pl.lit(3_000_000)))
+    ...     .frame, app))[:2]
+    [0, 2]
+    """
+    if trace.frame.is_empty():
+        return []
+    first, last = trace_extent(trace.frame)
+    ends = [b.trigger_end_ns for b in trace.context.batches]
+    starts = [b.timestamp_ns for b in trace.context.batches]
+    inner = sorted({t for t in (*starts, *ends) if t is not None and first < t <= last})
+    if not any(s is not None and first < s <= last for s in starts):
+        return []
+    return [first, *inner, last + 1]
+
+
+def summarize_micro_batches(
+    trace: TraceLike,
+    options: HintOptions | None = None,
+    *,
+    progress: Progress | None = None,
+) -> Summaries:
+    """Every summary and hint of a streaming trace, one window per micro-batch.
+
+    The windows are :func:`micro_batch_bounds`: a micro-batch's window runs
+    from its trigger to the next, so its CP says what held that batch back
+    (and the wait for the next trigger, when the batch was done early).
+    Each window's CP is computed from the rows touching it
+    (:func:`~sparktrail.pag.window_rows.batch_cp`, as a window of its own
+    length) and the partials are combined as :func:`summarize` does, so
+    whole-run shares are the mean over the batches with paths.
+
+    Parameters
+    ----------
+    trace
+        A trace (frame, path or :class:`~sparktrail.pag.trace.Trace`) whose
+        context has Structured Streaming batches.
+    options, progress
+        As for :func:`summarize` (``progress`` counts windows).
+
+    Returns
+    -------
+    Summaries
+        As :func:`summarize`; ``window_ns`` is the median window length
+        and ``origin_ns`` the first window's start.
+
+    Raises
+    ------
+    InputError
+        If the trace's context has no micro-batch (no streaming query, or
+        a trace without its context).
+    """
+    valid = load_trace(trace)
+    bounds = micro_batch_bounds(valid)
+    if not bounds:
+        raise InputError(
+            "--window batch needs a Structured Streaming query's micro-batches "
+            "in the trace's context; this trace has none (use a window length)"
+        )
+    frame = valid.frame
+    extent = trace_extent(frame)
+    windows = list(itertools.pairwise(bounds))
+    parts = []
+    for done, (ts, te) in enumerate(windows, 1):
+        cp, rows = batch_cp(frame, te - ts, ts, ts, te, extent)
+        cp = to_trace_rows(cp, rows)
+        parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
+        if progress is not None:
+            progress(done, len(windows))
+    partials = Partials.combine(parts)
+    # The waits between triggers have no path by design: only a trigger's
+    # window without one is worth a warning.
+    triggers = {b.timestamp_ns for b in valid.context.batches}
+    warn_pathless(
+        partials.windows.filter(pl.col("window_start_ns").is_in(list(triggers))),
+        stacklevel=2,
+    )
+    median = int(np.median([te - ts for ts, te in windows]))
+    return summaries_from_partials(partials, valid, median, bounds[0], options)

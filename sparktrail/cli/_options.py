@@ -7,7 +7,14 @@ from pathlib import Path
 
 from ._units import parse_duration_ns, parse_lateness_ns
 
-__all__ = ["add_lateness", "add_output", "add_server", "add_window", "output_for"]
+__all__ = [
+    "BATCH_WINDOWS",
+    "add_lateness",
+    "add_output",
+    "add_server",
+    "add_window",
+    "output_for",
+]
 
 #: Suffixes an input name loses before it names an output directory.
 INPUT_SUFFIXES = (
@@ -24,13 +31,32 @@ INPUT_SUFFIXES = (
 )
 
 
-def add_window(parser: argparse.ArgumentParser) -> None:
-    """``--window``: the window length, 1 s by default."""
+#: ``--window batch``: one window per Structured Streaming micro-batch.
+BATCH_WINDOWS = "batch"
+
+
+def _window_or_batch(text: str) -> int | str:
+    return (
+        BATCH_WINDOWS
+        if text.strip().lower() == BATCH_WINDOWS
+        else parse_duration_ns(text)
+    )
+
+
+def add_window(parser: argparse.ArgumentParser, *, batches: bool = False) -> None:
+    """``--window``: the window length, 1 s by default (or ``batch``, with
+    ``batches``: a window per streaming micro-batch)."""
+    help_text = "window length with a unit, e.g. 1s or 250ms (default: 1s)"
+    if batches:
+        help_text += (
+            "; 'batch': one window per Structured Streaming micro-batch "
+            "(and one per wait between them)"
+        )
     parser.add_argument(
         "--window",
-        type=parse_duration_ns,
+        type=_window_or_batch if batches else parse_duration_ns,
         default="1s",
-        help="window length with a unit, e.g. 1s or 250ms (default: 1s)",
+        help=help_text,
     )
 
 

@@ -26,13 +26,14 @@ from sparktrail.dashboard.figures import saving_text
 from sparktrail.dashboard.report import (
     most_critical_window,
     window_cp,
+    window_text,
     write_report,
     write_summaries,
 )
 from sparktrail.dashboard.snapshots import REPORT_CP
 from sparktrail.dashboard.verdict import header_line, verdict
 from sparktrail.engines import summarize
-from sparktrail.engines.batch import Progress
+from sparktrail.engines.batch import Progress, summarize_micro_batches
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries import Summaries
@@ -41,7 +42,7 @@ from sparktrail.summaries.hints import shown_hints
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
 
-from ._options import add_output, add_window, output_for
+from ._options import BATCH_WINDOWS, add_output, add_window, output_for
 
 __all__ = ["hints_json", "load_input", "register", "run", "summarize_with"]
 
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
         "input", type=Path, help="trace (*.arrow file or directory) or event log"
     )
     add_output(parser, "profile directory to write")
-    add_window(parser)
+    add_window(parser, batches=True)
     parser.add_argument(
         "--engine",
         choices=("polars", "spark"),
@@ -145,10 +146,13 @@ def load_input(path: Path) -> tuple[Trace, str]:
 def summarize_with(
     engine: str,
     trace: pl.DataFrame | Trace,
-    window_ns: int,
+    window_ns: int | str,
     progress: Progress | None = None,
 ) -> Summaries:
     """Run the summaries of ``trace`` on ``engine`` (``polars`` or ``spark``).
+
+    ``window_ns`` is a window length, or :data:`BATCH_WINDOWS` for one
+    window per streaming micro-batch (polars only).
 
     ``progress(done, batches)`` follows the polars engine's window batches.
 
@@ -157,6 +161,10 @@ def summarize_with(
     ValueError
         If the spark engine cannot be imported (module or pyspark missing).
     """
+    if not isinstance(window_ns, int):  # BATCH_WINDOWS
+        if engine == "spark":
+            raise InputError(f"--window {BATCH_WINDOWS} runs on the polars engine only")
+        return summarize_micro_batches(trace, progress=progress)
     if engine != "spark":
         return summarize(trace, window_ns, progress=progress)
     try:
@@ -235,7 +243,7 @@ def print_summary(
     print(f"Verdict: {verdict(summaries)}\n", file=out)
     print(
         f"{name}: {rows} trace rows, {len(windows)} windows of "
-        f"{summaries.window_ns / 1e9:g} s ({paths} with a critical path)",
+        f"{window_text(summaries)} ({paths} with a critical path)",
         file=out,
     )
     print("\nTop critical stages (share of the critical path):", file=out)
