@@ -47,6 +47,7 @@ from .fields import (
     str_field,
     time_field,
 )
+from .sql_plans import SQL_PLAN_UPDATE, SQL_START, SqlPlans
 from .task_pieces import Label, counted_attempts
 from .timelines import (
     assign_slots,
@@ -131,6 +132,9 @@ class SparkModel:
         self.stage_names: dict[int, str] = {}
         self.stage_job: dict[int, int] = {}
         self.jobs: dict[int, JobRecord] = {}
+        self.sql = SqlPlans()
+        #: Each stage's operator label, fixed at its submission (sql_plans).
+        self.stage_operator: dict[int, str] = {}
         self.max_ms = 0
         self._counted: set[int] = set()  # tasks whose records count (build)
         self._order = 0
@@ -147,6 +151,8 @@ class SparkModel:
             "SparkListenerStageCompleted": self._stage_completed,
             "SparkListenerTaskStart": self._task_start,
             "SparkListenerTaskEnd": self._task_end,
+            SQL_START: self.sql.execution_start,
+            SQL_PLAN_UPDATE: self.sql.execution_start,
         }
 
     # -- events --------------------------------------------------------------
@@ -235,6 +241,7 @@ class SparkModel:
         ]
         record = self.jobs.setdefault(job, JobRecord())
         record.start_ms, record.start_order = start, self._order
+        self.sql.job_start(job, dict_field(e, "Properties"))
         self._seen(start)
         for sid in ids:
             if isinstance(sid, int):
@@ -272,6 +279,14 @@ class SparkModel:
         found = self._stage(info)
         if found:
             found[1].submitted_ms = submitted
+            sid = found[0]
+            label = self.sql.stage_label(
+                self.stage_job.get(sid),
+                self.stage_names.get(sid),
+                list_field(info, "RDD Info") or [],
+            )
+            if label and sid not in self.stage_operator:  # first attempt's plan
+                self.stage_operator[sid] = label
 
     def _stage_completed(self, e: dict[str, Any]) -> None:
         info = dict_field(e, "Stage Info") or {}
@@ -435,8 +450,7 @@ class SparkModel:
         return cores
 
     def _label(self, task: TaskRecord) -> Label:
-        name = self.stage_names.get(task.stage_id)
-        operator = (
-            f"stage {task.stage_id}: {name}" if name else f"stage {task.stage_id}"
-        )
-        return operator, self.stage_job.get(task.stage_id), task.stage_id
+        # The stable operator (DESIGN §8); the stage id is its drill-down.
+        sid = task.stage_id
+        operator = self.stage_operator.get(sid) or self.stage_names.get(sid)
+        return operator or f"stage {sid}", self.stage_job.get(sid), sid

@@ -75,11 +75,13 @@ def _with_severity(hint: Hint, wall_ns: int) -> Hint:
 
 
 def _operator_keys(ctx: Context) -> dict[int, str]:
+    # The stable operator label (DESIGN §8), not the call site: one call
+    # site runs several operators (a join's two scans and the join).
     ops = ctx.operator.filter(pl.col("stage_id").is_not_null())
     keys = {}
-    for row in ops.select("stage_id", "call_site", "name").iter_rows():
-        stage, site, name = row
-        keys[int(stage)] = site or name or f"stage {stage}"
+    for row in ops.select("stage_id", "operator", "name").iter_rows():
+        stage, operator, name = row
+        keys[int(stage)] = name or operator or f"stage {stage}"
     return keys
 
 
