@@ -59,7 +59,7 @@ SECTIONS: dict[str, str] = {
     "hints": "Rebalancing hints",
     "activity": "Critical path by activity over time",
     "straggler": "Stragglers: workers vs fair share",
-    "operator": "Operators (Spark stages)",
+    "operator": "Operators (call site and plan node, across stages)",
     "communication": "Communication",
     "gantt": "The most critical window",
 }
