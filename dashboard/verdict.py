@@ -190,9 +190,10 @@ def _counts(summaries: Summaries) -> tuple[int | None, int, int | None]:
     if jobs is None and "job_id" in stages.columns:
         jobs = stages["job_id"].drop_nulls().n_unique() or None
     tasks = int(stages["tasks"].sum()) if "tasks" in stages.columns else None
+    ids = stages["stage_id"]
     if "stage_ids" in stages.columns:  # one row per operator, its stages listed
-        return jobs, stages["stage_ids"].list.explode().drop_nulls().n_unique(), tasks
-    return jobs, stages["stage_id"].n_unique(), tasks
+        ids = pl.concat([ids, stages["stage_ids"].list.explode().drop_nulls()])
+    return jobs, ids.n_unique(), tasks
 
 
 def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str, str]]:
@@ -287,7 +288,7 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
     if "stage_id" in operator.columns and "name" in operator.columns:
         ran = pl.col("stage_id") == stage_id
         if "stage_ids" in operator.columns:  # one row per operator
-            ran = pl.col("stage_ids").list.contains(stage_id)
+            ran = ran | pl.col("stage_ids").list.contains(stage_id).fill_null(False)
         rows = operator.filter(ran)["name"].drop_nulls()
         if len(rows):
             return f"stage {stage_id} ({rows[0]})"

@@ -239,9 +239,10 @@ class SparkModel:
         ids = list_field(e, "Stage IDs") or [
             s.get("Stage ID") for s in infos if isinstance(s, dict)
         ]
+        properties = dict_field(e, "Properties")
         record = self.jobs.setdefault(job, JobRecord())
         record.start_ms, record.start_order = start, self._order
-        self.sql.job_start(job, dict_field(e, "Properties"))
+        self.sql.job_start(job, properties)
         self._seen(start)
         for sid in ids:
             if isinstance(sid, int):
@@ -276,15 +277,13 @@ class SparkModel:
     def _stage_submitted(self, e: dict[str, Any]) -> None:
         info = dict_field(e, "Stage Info") or {}
         submitted = time_field(info, "Submission Time")
+        rdds = list_field(info, "RDD Info") or []
         found = self._stage(info)
         if found:
             found[1].submitted_ms = submitted
             sid = found[0]
-            label = self.sql.stage_label(
-                self.stage_job.get(sid),
-                self.stage_names.get(sid),
-                list_field(info, "RDD Info") or [],
-            )
+            job, name = self.stage_job.get(sid), self.stage_names.get(sid)
+            label = self.sql.stage_label(job, name, rdds)
             if label and sid not in self.stage_operator:  # first attempt's plan
                 self.stage_operator[sid] = label
 

@@ -59,6 +59,8 @@ _SQL_UI = "org.apache.spark.sql.execution.ui."
 SQL_START = _SQL_UI + "SparkListenerSQLExecutionStart"
 SQL_PLAN_UPDATE = _SQL_UI + "SparkListenerSQLAdaptiveExecutionUpdate"
 SQL_EVENTS = frozenset({SQL_START, SQL_PLAN_UPDATE})
+#: Executions whose plans are kept (the newest), for a long streaming run.
+MAX_PLANS = 1000
 #: Longest plan-node text in a label (characters, before the ``…``).
 MAX_NODE_CHARS = 80
 #: Separates the call site from the plan node in a label.
@@ -352,10 +354,17 @@ class SqlPlans:
         if not isinstance(execution, int) or isinstance(execution, bool):
             return
         if isinstance(plan, dict):
+            self.plans.pop(execution, None)  # the newest plan goes last
             self.plans[execution] = plan
         description = event.get("description")
         if isinstance(description, str):
             self.descriptions.setdefault(execution, description)
+        # A long streaming run starts an execution per micro-batch: keep the
+        # newest ones (their stages follow their start within seconds).
+        while len(self.plans) > MAX_PLANS:
+            oldest = next(iter(self.plans))
+            del self.plans[oldest]
+            self.descriptions.pop(oldest, None)
 
     def job_start(self, job: int, properties: dict[str, Any] | None) -> None:
         """Note the execution a job runs for (its ``spark.sql.execution.id``)."""

@@ -11,7 +11,15 @@ import polars as pl
 import pytest
 
 from sparktrail.tracer import import_trace
-from sparktrail.tracer.sql_plans import SQL_PLAN_UPDATE, SQL_START, call_site
+from sparktrail.tracer.fields import EventError
+from sparktrail.tracer.spark_model import SparkModel
+from sparktrail.tracer.sql_plans import (
+    MAX_PLANS,
+    SQL_PLAN_UPDATE,
+    SQL_START,
+    SqlPlans,
+    call_site,
+)
 from tests.paths import EVENTLOGS
 from tests.tracer.spark_model_support import build, task_events
 
@@ -238,3 +246,29 @@ def test_streaming_batches_share_their_operators() -> None:
     assert ops.height == 2
     assert sorted(len(ids) for ids in ops["stage_id"]) == [8, 8]
     assert all("StructuredKafkaWordCount.scala:86 · " in op for op in ops["operator"])
+
+
+def test_only_the_newest_plans_are_kept() -> None:
+    # GIVEN more executions than are kept (a long streaming run)
+    plans = SqlPlans()
+    for execution in range(MAX_PLANS + 5):
+        plans.execution_start(
+            {"executionId": execution, "description": "d", "sparkPlanInfo": plan(0)}
+        )
+    # THEN the oldest are forgotten, the newest kept
+    assert len(plans.plans) == len(plans.descriptions) == MAX_PLANS
+    assert min(plans.plans) == 5 and max(plans.plans) == MAX_PLANS + 4
+
+
+def test_bad_properties_change_nothing() -> None:
+    # GIVEN a job start whose properties are no object
+    events = group_by_rounds(1)
+    for e in events:
+        if e["Event"] == "SparkListenerJobStart":
+            e["Properties"] = ["spark.sql.execution.id", "0"]
+    model = SparkModel()
+    # WHEN fed, THEN it is refused, naming the field, before it changed the job
+    with pytest.raises(EventError, match="Properties"):
+        for e in events:
+            model.feed(e)
+    assert model.jobs == {}
