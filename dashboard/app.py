@@ -85,7 +85,7 @@ __all__ = [
 GRAPHS: dict[str, str] = {
     "activity-summary": "Critical path by activity over time",
     "straggler-summary": "Workers: share of the critical path vs fair share",
-    "operator-summary": "Operators (Spark stages)",
+    "operator-summary": "Operators (call site and plan node, across stages)",
     "communication-summary": "Communication channels",
     "critical-timeline": "Timeline of the selected window",
     "hints": "Rebalancing hints",

@@ -118,8 +118,9 @@ CAPTIONS: dict[str, str] = {
     "straggler": "Each worker's CP share (red) beside its fair share (grey), "
     "the share it would hold if the critical path were spread evenly over the "
     "active workers: red far above grey is a straggler.",
-    "operator": f"CP share of each operator (Spark stage and call site); "
-    f"{NO_STAGE} is driver code and slots waiting for work.",
+    "operator": f"CP share of each operator (call site and SQL plan node, the "
+    f"same across jobs; its stages on hover); {NO_STAGE} is driver code and "
+    f"slots waiting for work.",
     "communication": "CP share of the messages and shuffle reads from each "
     "sender (row) to each receiver (column): a dark cell is a channel the "
     "critical path waits on.",
@@ -361,15 +362,56 @@ def _operator_labels(operator: pl.DataFrame) -> list[str]:
     return [NO_STAGE if op is None else str(op) for op in operator["operator"]]
 
 
+def _stage_list(ids: list[int] | None, most: int = 8) -> str:
+    if not ids:
+        return "–"
+    shown = ", ".join(str(i) for i in ids[:most])
+    return shown + (f", … ({len(ids)})" if len(ids) > most else "")
+
+
+def _one_bar_each(operator: pl.DataFrame) -> pl.DataFrame:
+    """One row per operator (rows per stage, as older summaries hold, are
+    summed) with its stages listed in ``stage_list``."""
+    if "stage_ids" not in operator.columns and "stage_id" in operator.columns:
+        ids = pl.concat_list(pl.col("stage_id")).list.drop_nulls()
+        operator = operator.with_columns(stage_ids=ids)
+    if operator["operator"].is_duplicated().any():
+        summed = [c for c in (CP_SHARE, CP_NS, "tasks") if c in operator.columns]
+        kept = [
+            c for c in operator.columns if c not in (*summed, "operator", "stage_ids")
+        ]
+        operator = operator.group_by("operator").agg(
+            *[pl.col(c).sum() for c in summed],
+            *[pl.col(c).first() for c in kept],
+            *(
+                [
+                    pl.col("stage_ids")
+                    .list.explode(keep_nulls=False, empty_as_null=False)
+                    .unique()
+                    .drop_nulls()
+                    .sort()
+                ]
+                if "stage_ids" in operator.columns
+                else []
+            ),
+        )
+    if "stage_ids" not in operator.columns:
+        return operator
+    listed = [_stage_list(ids) for ids in operator["stage_ids"].to_list()]
+    return operator.with_columns(stage_list=pl.Series(listed, dtype=pl.String))
+
+
 def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
-    """Horizontal bars of each operator's (Spark stage's) CP share.
+    """Horizontal bars of each operator's CP share, one bar per operator.
 
     Parameters
     ----------
     operator
         ``Summaries.operator``: ``operator, cp_share, cp_ns`` and, when
-        present, ``call_site, tasks, median_task_ns``. The row with a null
-        operator (edges outside any stage) is labelled ``NO_STAGE``.
+        present, ``stage_ids, call_site, tasks, median_task_ns`` (hover).
+        Several rows of one operator (one per stage) make one bar. The row
+        with a null operator (edges outside any stage) is labelled
+        ``NO_STAGE``.
     top
         Show the ``top`` operators with the largest CP share.
 
@@ -380,23 +422,29 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
 
     Examples
     --------
-    >>> o = pl.DataFrame({"operator": ["stage 0: count at A.scala:3", None],
-    ...     "cp_share": [0.8, 0.2], "cp_ns": [8e9, 2e9]})
+    >>> o = pl.DataFrame({"operator": ["count at A.scala:3 · Sort [k]", None,
+    ...     "count at A.scala:3 · Sort [k]"], "stage_id": [0, None, 4],
+    ...     "cp_share": [0.5, 0.2, 0.3], "cp_ns": [5e9, 2e9, 3e9]})
     >>> fig = operator_bars(o)
-    >>> len(fig.data), list(fig.data[0].y)
-    (1, ['(no stage: driver, idle)', 'stage 0: count at A.scala:3'])
+    >>> list(fig.data[0].y), list(fig.data[0].x)
+    (['(no stage: driver, idle)', 'count at A.scala:3 · Sort [k]'], [0.2, 0.8])
+    >>> fig.data[0].customdata[1][1]
+    '0, 4'
     """
     if operator.is_empty():
         return empty_figure("no operator is on the critical path")
-    rows = operator.sort(CP_SHARE, descending=True).head(top).reverse()
-    extra = [c for c in ("call_site", "tasks", "median_task_ns") if c in rows.columns]
+    rows = _one_bar_each(operator)
+    rows = rows.sort(CP_SHARE, descending=True).head(top).reverse()
+    hover = ("stage_list", "call_site", "tasks", "median_task_ns")
+    extra = [c for c in hover if c in rows.columns]
     facts = rows.select(
         (pl.col(CP_NS) / 1e9).alias("cp_s"),
         *[pl.col(c).cast(pl.String).fill_null("–") for c in extra],
     )
     template = "%{y}<br>CP share %{x:.1%}<br>critical time %{customdata[0]:.3g} s"
     for i, column in enumerate(extra, start=1):
-        template += f"<br>{column.replace('_', ' ')} %{{customdata[{i}]}}"
+        title = "stages" if column == "stage_list" else column.replace("_", " ")
+        template += f"<br>{title} %{{customdata[{i}]}}"
     fig = go.Figure()
     fig.add_bar(
         x=rows[CP_SHARE].to_list(),
@@ -408,7 +456,7 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
         name="CP share",
     )
     fig.update_layout(
-        title="Critical path by operator (Spark stage)",
+        title="Critical path by operator",
         xaxis_title="share of the critical path",
         yaxis_title="operator",
         xaxis_tickformat=".0%",

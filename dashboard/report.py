@@ -64,7 +64,7 @@ SECTIONS: dict[str, str] = {
     "activity": "Critical path by activity over time",
     "straggler": "Stragglers: workers vs fair share",
     "executors": "Executors",
-    "operator": "Operators (Spark stages)",
+    "operator": "Operators (call site and plan node, across stages)",
     "stages": "Stages",
     "communication": "Communication",
     "gantt": "The most critical window",

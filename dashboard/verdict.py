@@ -210,7 +210,10 @@ def _counts(summaries: Summaries) -> tuple[int | None, int, int | None]:
     if jobs is None and "job_id" in stages.columns:
         jobs = stages["job_id"].drop_nulls().n_unique() or None
     tasks = int(stages["tasks"].sum()) if "tasks" in stages.columns else None
-    return jobs, stages["stage_id"].n_unique(), tasks
+    ids = stages["stage_id"]
+    if "stage_ids" in stages.columns:  # one row per operator, its stages listed
+        ids = pl.concat([ids, stages["stage_ids"].list.explode().drop_nulls()])
+    return jobs, ids.n_unique(), tasks
 
 
 def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str, str]]:
@@ -303,7 +306,10 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
         return "a stage"
     operator = summaries.operator
     if "stage_id" in operator.columns and "name" in operator.columns:
-        rows = operator.filter(pl.col("stage_id") == stage_id)["name"].drop_nulls()
+        ran = pl.col("stage_id") == stage_id
+        if "stage_ids" in operator.columns:  # one row per operator
+            ran = ran | pl.col("stage_ids").list.contains(stage_id).fill_null(False)
+        rows = operator.filter(ran)["name"].drop_nulls()
         if len(rows):
             return f"stage {stage_id} ({rows[0]})"
     return f"stage {stage_id}"

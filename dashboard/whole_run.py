@@ -84,9 +84,13 @@ def whole_run_frames(
         straggler = straggler.with_columns(
             ratio=pl.col("cp_share") / pl.col("fair_share")
         )
-    operator = _mean(
-        _stack([p.operator for p in parts]), ["operator"], n, "cp_share", "cp_ns"
-    )
+    operators = _stack([p.operator for p in parts])
+    operator = _mean(operators, ["operator"], n, "cp_share", "cp_ns")
+    if "stage_ids" in operators.columns:  # the drill-down: every window's stages
+        ids = operators.group_by("operator").agg(
+            pl.col("stage_ids").list.explode(keep_nulls=False).unique().sort()
+        )
+        operator = operator.join(ids, on="operator", how="left", nulls_equal=True)
     channels = _stack([p.communication for p in parts])
     keys: list[str] = [
         c

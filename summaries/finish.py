@@ -136,13 +136,15 @@ def summaries_from_partials(
     # summary and the hints (millions of rows in a long trace).
     tasks = task_shares(task_facts(valid), partials.tasks, n)
     operator = operator_from_partial(partials.operators, windows, tasks)
+    # The hint rules look stages up: they read the per-stage drill-down.
+    stages = operator_from_partial(partials.operators, windows, tasks, by_stage=True)
     communication = communication_from_partial(partials.channels, windows, valid)
     context = Context(
         partials,
         valid.frame,
         activity,
         executor,
-        operator,
+        stages,
         communication,
         n,
         options or HintOptions(),

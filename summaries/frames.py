@@ -114,10 +114,12 @@ EXECUTOR: Schema = {
     FAIR_SHARE: pl.Float64(),
     RATIO: pl.Float64(),
 }
-#: CP by operator (Spark stage) (:mod:`~sparktrail.summaries.operator`).
+#: CP by operator, its stages the drill-down (:mod:`~sparktrail.summaries.operator`).
 OPERATOR: Schema = {
     "operator": pl.String(),
     "stage_id": pl.Int64(),
+    "stages": pl.UInt32(),
+    "stage_ids": pl.List(pl.Int64()),
     "name": pl.String(),
     "call_site": pl.String(),
     "job_id": pl.Int64(),

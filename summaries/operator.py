@@ -1,11 +1,16 @@
-"""Operator summary: CP by Spark stage, with its name and call site.
+"""Operator summary: CP by operator, a stable identity across jobs (DESIGN §8).
 
-Spark names a stage after the user call that created it, ``<action> at
-<file>:<line>`` (its call site's short form), and the tracer labels rows
-``stage <id>: <name>``. ``name`` is the label without ``stage <id>:``;
-``call_site`` is the part after the last `` at `` (null when there is none).
-Rows with no operator (the driver timeline, idle slots) form one row with
-null ``operator`` so that shares sum to 1.
+The tracer labels rows with the operator that ran them: the user's call
+site and the stage's SQL plan node, ``<action> at <file>:<line> · <node>``
+(:mod:`~sparktrail.tracer.sql_plans`); every run of the same code has the
+same label. The summary has one row per operator; the stages that ran it
+are its drill-down (``stages``: how many, ``stage_ids``: which, sorted;
+``stage_id``: the first). ``by_stage=True`` gives the
+per-(operator, stage) rows the hint rules read. ``name`` is the label
+(without the ``stage <id>:`` prefix of older traces); ``call_site`` its
+``<file>:<line>`` (null when there is none). Rows with no operator (the
+driver timeline, idle slots) form one row with null ``operator`` so that
+shares sum to 1.
 
 Task facts (``tasks``, ``records``, ``bytes``, ``shuffle_write_bytes``,
 ``median_task_ns``) come from the trace, once per task attempt.
@@ -37,22 +42,25 @@ _KEYS = ["operator", "stage_id"]
 
 
 def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """``(name, call_site)`` parsed from ``stage <id>: <name>`` labels.
+    """``(name, call_site)`` parsed from operator labels.
 
-    >>> df = pl.DataFrame({"op": ["stage 2: count at App.scala:12", "map"]})
+    >>> df = pl.DataFrame({"op": ["count at App.scala:12 · Sort [k]",
+    ...     "stage 2: count at App.scala:12", "map"]})
     >>> name, site = stage_name(pl.col("op"))
     >>> df.select(name.alias("n"), site.alias("s")).rows()
-    [('count at App.scala:12', 'App.scala:12'), ('map', None)]
+    [('count at App.scala:12 · Sort [k]', 'App.scala:12'), \
+('count at App.scala:12', 'App.scala:12'), ('map', None)]
     """
     name = pl.coalesce(operator.str.extract(r"^stage \d+: (.*)$", 1), operator)
-    return name, name.str.extract(r"^.* at (.+)$", 1)
+    site = name.str.extract(r"^[^·]*? at ([^\s·]+:\d+)(?: ·|$)", 1)
+    return name, site
 
 
-def _facts(tasks: pl.DataFrame) -> pl.DataFrame:
+def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     # Lazy: only the columns aggregated are read from millions of tasks.
     return (
         tasks.lazy()
-        .group_by(_KEYS)
+        .group_by(keys)
         .agg(
             pl.col("job_id").first(ignore_nulls=True),
             pl.len().alias("tasks"),
@@ -86,8 +94,9 @@ def operator_summary(
     *,
     by_window: bool = False,
     tasks: pl.DataFrame | None = None,
+    by_stage: bool = False,
 ) -> pl.DataFrame:
-    """CP by operator (Spark stage), whole run or per window with paths.
+    """CP by operator, whole run or per window with paths.
 
     Parameters
     ----------
@@ -99,13 +108,15 @@ def operator_summary(
         One row per (window, operator), with the window bounds.
     tasks
         ``task_facts(trace)`` when the caller has it already.
+    by_stage
+        One row per (operator, stage) instead of per operator.
 
     Returns
     -------
     polars.DataFrame
-        ``operator, stage_id, name, call_site, job_id, cp_share, cp_ns,
-        time_ns, tasks, records, bytes, shuffle_write_bytes,
-        median_task_ns``, largest share first.
+        ``operator, stage_id, stages, stage_ids, name, call_site, job_id,
+        cp_share, cp_ns, time_ns, tasks, records, bytes,
+        shuffle_write_bytes, median_task_ns``, largest share first.
 
     Examples
     --------
@@ -115,14 +126,15 @@ def operator_summary(
     ...     "operator": ["stage 0: count at A.scala:3"], "stage_id": [0],
     ...     "task_id": [0], "records": [10]})
     >>> s = operator_summary(critical_participation(t, 4), t)
-    >>> s.select("stage_id", "call_site", "cp_share", "records").row(0)
-    (0, 'A.scala:3', 1.0, 10)
+    >>> s.select("stage_id", "stages", "call_site", "cp_share", "records").row(0)
+    (0, 1, 'A.scala:3', 1.0, 10)
     """
     return operator_from_partial(
         operator_partial(cp),
         path_windows(cp),
         task_facts(trace) if tasks is None else tasks,
         by_window=by_window,
+        by_stage=by_stage,
     )
 
 
@@ -132,10 +144,12 @@ def operator_from_partial(
     tasks: pl.DataFrame,
     *,
     by_window: bool = False,
+    by_stage: bool = False,
 ) -> pl.DataFrame:
     """The operator summary from :func:`operator_partial`, windows and tasks.
 
-    ``tasks`` is :func:`~sparktrail.summaries.task_facts` of the trace.
+    ``tasks`` is :func:`~sparktrail.summaries.task_facts` of the trace;
+    ``by_window`` and ``by_stage`` as for :func:`operator_summary`.
     """
     per = with_paths(partial, windows)
     if not by_window:
@@ -145,15 +159,21 @@ def operator_from_partial(
         )
         per = everything.join(run, on=_KEYS, how="left", nulls_equal=True)
         per = per.with_columns(pl.col("cp_share", "cp_ns").fill_null(0.0))
-    name, call_site = stage_name(pl.col("operator"))
-    facts = _facts(tasks)
-    out = per.join(facts, on=_KEYS, how="left", nulls_equal=True).with_columns(
-        name.alias("name"), call_site.alias("call_site")
-    )
     window = ["window_start_ns", "window_end_ns"] if by_window else []
+    if by_stage:
+        facts = _facts(tasks, _KEYS)
+        out = per.join(facts, on=_KEYS, how="left", nulls_equal=True)
+        ids = pl.concat_list(pl.col("stage_id")).list.drop_nulls()
+        out = out.with_columns(stage_ids=ids, stages=ids.list.len().cast(pl.UInt32))
+    else:
+        out = _per_operator(per, tasks, window)
+    name, call_site = stage_name(pl.col("operator"))
+    out = out.with_columns(name.alias("name"), call_site.alias("call_site"))
     columns = [
         *window,
         *_KEYS,
+        "stages",
+        "stage_ids",
         "name",
         "call_site",
         "job_id",
@@ -169,3 +189,20 @@ def operator_from_partial(
     order = [*window, "cp_share", "stage_id"]
     descending = [False] * len(window) + [True, False]
     return out.select(columns).sort(order, descending=descending, nulls_last=True)
+
+
+def _per_operator(
+    per: pl.DataFrame, tasks: pl.DataFrame, window: list[str]
+) -> pl.DataFrame:
+    """Per-(operator, stage) CP rows summed per operator, with its task facts."""
+    keys = [*window, "operator"]
+    grouped = per.group_by(keys).agg(
+        # Its first stage stands for them (not the most critical one: float
+        # ties would pick different stages in different engines).
+        pl.col("stage_id").min(),
+        pl.col("stage_id").unique().drop_nulls().sort().alias("stage_ids"),
+        pl.col("cp_share", "cp_ns", "time_ns").sum(),
+    )
+    facts = _facts(tasks, ["operator"]).drop("stage_id", strict=False)
+    out = grouped.join(facts, on="operator", how="left", nulls_equal=True)
+    return out.with_columns(stages=pl.col("stage_ids").list.len().cast(pl.UInt32))

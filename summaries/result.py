@@ -154,7 +154,7 @@ class Summaries:
     straggler, executor
         CP by worker (timeline) and by executor, each with its fair share.
     operator
-        CP by operator (Spark stage) with its name and call site.
+        CP by operator (call site and SQL plan node; its stages listed).
     communication
         CP by ``src -> dst`` channel at executor level (see ``note``).
     hints

@@ -63,6 +63,7 @@ import orjson
 
 from sparktrail.errors import InputError
 
+from .sql_plans import SQL_EVENTS
 from .streaming import STREAM_EVENTS
 
 __all__ = [
@@ -91,22 +92,26 @@ CODECS[".lzf"] = "lzf"
 CODECS[".gz"] = "gzip"
 
 #: Events the model reads; any other event is skipped without parsing.
-USED_EVENTS = STREAM_EVENTS | frozenset(
-    f"SparkListener{name}"
-    for name in (
-        "LogStart",
-        "ApplicationStart",
-        "ApplicationEnd",
-        "EnvironmentUpdate",
-        "ExecutorAdded",
-        "ExecutorRemoved",
-        "JobStart",
-        "JobEnd",
-        "StageSubmitted",
-        "StageCompleted",
-        "TaskStart",
-        "TaskEnd",
+USED_EVENTS = (
+    STREAM_EVENTS
+    | frozenset(
+        f"SparkListener{name}"
+        for name in (
+            "LogStart",
+            "ApplicationStart",
+            "ApplicationEnd",
+            "EnvironmentUpdate",
+            "ExecutorAdded",
+            "ExecutorRemoved",
+            "JobStart",
+            "JobEnd",
+            "StageSubmitted",
+            "StageCompleted",
+            "TaskStart",
+            "TaskEnd",
+        )
     )
+    | SQL_EVENTS
 )
 _KNOWN_TASK_EVENTS = frozenset(
     {"SparkListenerTaskStart", "SparkListenerTaskEnd", "SparkListenerTaskGettingResult"}

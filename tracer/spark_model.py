@@ -62,6 +62,7 @@ from .fields import (
     str_field,
     time_field,
 )
+from .sql_plans import SQL_PLAN_UPDATE, SQL_START, SqlPlans
 from .streaming import STREAM_EVENTS, StreamRecords
 from .task_pieces import Label, counted_attempts
 from .timelines import (
@@ -147,6 +148,9 @@ class SparkModel:
         self.stage_names: dict[int, str] = {}
         self.stage_job: dict[int, int] = {}
         self.jobs: dict[int, JobRecord] = {}
+        self.sql = SqlPlans()
+        #: Each stage's operator label, fixed at its submission (sql_plans).
+        self.stage_operator: dict[int, str] = {}
         self.max_ms = 0
         self._counted: set[int] = set()  # tasks whose records count (build)
         self._order = 0
@@ -163,6 +167,8 @@ class SparkModel:
             "SparkListenerStageCompleted": self._stage_completed,
             "SparkListenerTaskStart": self._task_start,
             "SparkListenerTaskEnd": self._task_end,
+            SQL_START: self.sql.execution_start,
+            SQL_PLAN_UPDATE: self.sql.execution_start,
         }
         self.streams = StreamRecords()
         self._handlers.update(dict.fromkeys(STREAM_EVENTS, self._stream_event))
@@ -251,10 +257,12 @@ class SparkModel:
         ids = list_field(e, "Stage IDs") or [
             s.get("Stage ID") for s in infos if isinstance(s, dict)
         ]
+        properties = dict_field(e, "Properties")
         record = self.jobs.setdefault(job, JobRecord())
         record.start_ms, record.start_order = start, self._order
         for tag, value in job_tags(e.get("Properties")).items():
             setattr(record, tag, value)
+        self.sql.job_start(job, properties)
         self._seen(start)
         for sid in ids:
             if isinstance(sid, int):
@@ -289,9 +297,15 @@ class SparkModel:
     def _stage_submitted(self, e: dict[str, Any]) -> None:
         info = dict_field(e, "Stage Info") or {}
         submitted = time_field(info, "Submission Time")
+        rdds = list_field(info, "RDD Info") or []
         found = self._stage(info)
         if found:
             found[1].submitted_ms = submitted
+            sid = found[0]
+            job, name = self.stage_job.get(sid), self.stage_names.get(sid)
+            label = self.sql.stage_label(job, name, rdds)
+            if label and sid not in self.stage_operator:  # first attempt's plan
+                self.stage_operator[sid] = label
 
     def _stage_completed(self, e: dict[str, Any]) -> None:
         info = dict_field(e, "Stage Info") or {}
@@ -478,8 +492,7 @@ class SparkModel:
         return cores
 
     def _label(self, task: TaskRecord) -> Label:
-        name = self.stage_names.get(task.stage_id)
-        operator = (
-            f"stage {task.stage_id}: {name}" if name else f"stage {task.stage_id}"
-        )
-        return operator, self.stage_job.get(task.stage_id), task.stage_id
+        # The stable operator (DESIGN §8); the stage id is its drill-down.
+        sid = task.stage_id
+        operator = self.stage_operator.get(sid) or self.stage_names.get(sid)
+        return operator or f"stage {sid}", self.stage_job.get(sid), sid

@@ -235,7 +235,7 @@ def _pct(value: Any) -> str:
 def print_summary(
     summaries: Summaries, name: str, rows: int, out_dir: Path, top: int, out: TextIO
 ) -> None:
-    """The terminal summary: what ran and the verdict, then top stages,
+    """The terminal summary: what ran and the verdict, then top operators,
     workers vs fair share, the hints."""
     windows = summaries.windows
     paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
@@ -246,11 +246,13 @@ def print_summary(
         f"{window_text(summaries)} ({paths} with a critical path)",
         file=out,
     )
-    print("\nTop critical stages (share of the critical path):", file=out)
-    for operator, share in (
-        summaries.operator.head(top).select("operator", CP_SHARE).iter_rows()
-    ):
-        print(f"  {_pct(share)}  {operator or '(no stage: driver, idle)'}", file=out)
+    print("\nTop critical operators (share of the critical path):", file=out)
+    ops = summaries.operator.head(top)
+    stages = ops["stages"] if "stages" in ops.columns else [None] * len(ops)
+    for operator, share, n in zip(ops["operator"], ops[CP_SHARE], stages, strict=True):
+        ran = f" ({n} stages)" if n and n > 1 else ""
+        name = operator or "(no stage: driver, idle)"
+        print(f"  {_pct(share)}  {name}{ran}", file=out)
     print("\nTop workers (CP share vs fair share):", file=out)
     for worker, share, fair in (
         summaries.straggler.head(top).select("worker", CP_SHARE, FAIR_SHARE).iter_rows()

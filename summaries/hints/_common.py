@@ -211,7 +211,8 @@ class Context:
 
     ``partials`` are the run's CP sums (:class:`~sparktrail.summaries.
     partials.Partials`), ``trace`` the validated trace, the frames are the
-    whole-run summaries, ``tasks`` has one row per task attempt: its facts
+    whole-run summaries (``operator`` one row per operator and stage: the
+    rules look stages up), ``tasks`` has one row per task attempt: its facts
     (:func:`~sparktrail.summaries._table.task_facts`) and CP shares
     (:func:`task_shares`); ``app`` is what the application ran with
     (:class:`~sparktrail.pag.context.AppContext`, empty when unknown).

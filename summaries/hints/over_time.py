@@ -42,11 +42,15 @@ __all__ = ["moving_hotspot", "operator_keys", "state_skew"]
 
 
 def operator_keys(ctx: Context) -> dict[int, str]:
-    """Stage id -> its operator: the call site, else the stage name."""
+    """Stage id -> its operator (DESIGN §8: call site and plan node).
+
+    The stable label, not the call site alone: one call site runs several
+    operators (a join's two scans and the join).
+    """
     ops = ctx.operator.filter(pl.col("stage_id").is_not_null())
     keys = {}
-    for stage, site, name in ops.select("stage_id", "call_site", "name").iter_rows():
-        keys[int(stage)] = site or name or f"stage {stage}"
+    for stage, operator, name in ops.select("stage_id", "operator", "name").iter_rows():
+        keys[int(stage)] = name or operator or f"stage {stage}"
     return keys
 
 

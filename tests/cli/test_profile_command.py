@@ -125,8 +125,9 @@ def test_terminal_summary_names_stages_workers_and_hints(
     assert main(["profile", str(LOG), "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "73 trace rows, 17 windows of 1 s" in out
-    stages = out.split("Top critical stages")[1].split("Top workers")[0]
-    assert "stage 0: collect at <console>:25" in stages
+    stages = out.split("Top critical operators")[1].split("Top workers")[0]
+    # the log's two RDD jobs run one operator, named by its call site
+    assert "collect at <console>:25 (2 stages)" in stages
     workers = out.split("Top workers")[1].split("Hints")[0].strip().splitlines()
     assert workers[1].split()[-1] == "driver"
     assert "Hints (0):" in out and "none:" in out
@@ -155,7 +156,7 @@ def test_json_prints_only_the_hints_on_stdout(
     assert isinstance(hints[0]["evidence"], dict)
     assert hints[0]["predicted_saving_ns"] == pytest.approx(6 * S)
     # AND the terminal summary went to stderr
-    assert "Top critical stages" in captured.err
+    assert "Top critical operators" in captured.err
 
 
 def test_trace_directory_gives_the_same_summaries(

@@ -43,8 +43,10 @@ def summaries(
         frames["operator"] = frame(
             "operator",
             [
-                {"stage_id": 3, "name": "join at etl.py:41", "job_id": 0, "tasks": 200},
-                {"stage_id": 4, "name": "count at etl.py:50", "job_id": 1, "tasks": 8},
+                {"stage_id": 3, "stage_ids": [3], "stages": 1, "tasks": 200}
+                | {"name": "join at etl.py:41", "job_id": 0},
+                {"stage_id": 4, "stage_ids": [4], "stages": 1, "tasks": 8}
+                | {"name": "count at etl.py:50", "job_id": 1},
             ],
         )
     frames["windows"] = frame(
@@ -113,6 +115,27 @@ def test_local_mode_counts_the_driver_cores() -> None:
     )
     # THEN the executors read "local, 8 cores"
     assert dict(header_facts(summaries(context=local)))["executors"] == "local, 8 cores"
+
+
+def test_a_stage_of_an_operator_that_ran_twice_is_named_and_counted() -> None:
+    # GIVEN the join ran as stages 3 and 9 (one operator row), the hotspot
+    # in stage 9
+    s = summaries([HOTSPOT | {"stage_id": 9}])
+    ops = s.operator.with_columns(
+        stage_ids=pl.when(pl.col("stage_id") == 3)
+        .then(pl.lit([3, 9]))
+        .otherwise(pl.col("stage_ids")),
+    )
+    s = Summaries(
+        **{**s.frames(), "operator": ops},
+        window_ns=s.window_ns,
+        origin_ns=s.origin_ns,
+        context=s.context,
+    )
+    # THEN the verdict names stage 9 by its operator, and the header counts
+    # three stages
+    assert "of stage 9 (join at etl.py:41)" in verdict(s)
+    assert dict(header_facts(s))["work"] == "2 jobs, 3 stages, 208 tasks"
 
 
 def test_verdict_of_a_hint_names_what_where_what_first_and_the_saving() -> None:

@@ -409,3 +409,37 @@ def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
     row, ev = only(frame, "straggler_executor")
     assert row["executor_id"] == "2"
     assert ev["slowdown"] == pytest.approx(2.5)
+
+
+#: Stable operator labels (tracer/sql_plans.py) of :func:`skewed_join`'s stages.
+JOIN_OPERATORS = {
+    0: "collect at etl.py:7 · Range (0, 1000) → Exchange hashpartitioning(k, 4)",
+    1: "collect at etl.py:7 · Range (0, 10) → Exchange hashpartitioning(k, 4)",
+    2: "collect at etl.py:7 · SortMergeJoin [k], [k], Inner",
+}
+
+
+def test_a_join_run_twice_is_one_operator_with_one_merged_hotspot():
+    # GIVEN the skewed join run twice, in jobs 0 and 1 (stages 3..5 the
+    # second time), its stages labelled with their stable operators
+    first = skewed_join()
+    second = first.with_columns(
+        pl.col("start_ns", "end_ns") + 105 * MS,
+        pl.col("stage_id") + 3,
+        pl.col("job_id") + 1,
+        pl.col("task_id") + first["task_id"].max() + 1,  # type: ignore[operator]
+    )
+    trace = pl.concat([first, second]).with_columns(
+        operator=(pl.col("stage_id") % 3).replace_strict(JOIN_OPERATORS)
+    )
+    # WHEN summarized
+    s = summarize(trace, int(105 * MS))
+    # THEN the summary has one row per operator, its stages the drill-down
+    ops = s.operator.filter(pl.col("operator").is_not_null())
+    assert sorted(ops["operator"]) == sorted(JOIN_OPERATORS.values())
+    join = ops.filter(pl.col("operator") == JOIN_OPERATORS[2]).row(0, named=True)
+    assert (join["stages"], join["stage_ids"], join["tasks"]) == (2, [2, 5], 8)
+    # AND both runs' hotspots are one hint with two occurrences
+    row, ev = only(s.hints, "hotspot")
+    assert row["occurrences"] == 2 and row["stage_id"] in (2, 5)
+    assert ev["operator"] == JOIN_OPERATORS[2] and ev["stages"] == [2, 5]

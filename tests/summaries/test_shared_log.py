@@ -60,10 +60,14 @@ def test_the_trace_file_carries_the_applications_context(trace):
 def test_operators_name_their_stages_and_start_up_gets_no_advice(trace):
     # GIVEN the imported log (two collect jobs after 12 s of start-up)
     s = summarize(trace, SECOND)
-    # THEN stage rows carry Spark's stage names and call sites
+    # THEN the two jobs' stages (RDD jobs: no SQL plan) are one operator,
+    # named by their call site, with both stages as its drill-down
     stages = s.operator.filter(pl.col("stage_id").is_not_null())
-    assert stages["name"].to_list() == ["collect at <console>:25"] * 2
-    assert stages["call_site"].to_list() == ["<console>:25"] * 2
+    assert stages["name"].to_list() == ["collect at <console>:25"]
+    assert stages["call_site"].to_list() == ["<console>:25"]
+    assert stages["stages"].to_list() == [2]
+    assert stages["stage_ids"].to_list() == [[0, 1]]
+    assert stages["tasks"].to_list() == [8]
     # AND start-up holds most of the run, as its own activity
     top = s.activity.row(0, named=True)
     assert top["activity"] == "startup" and top["cp_share"] > 0.7

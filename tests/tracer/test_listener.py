@@ -215,3 +215,26 @@ def test_a_late_attach_starts_the_trace_at_the_attach(
     # start: the unobserved time before it is not charged to the driver
     assert len(trace) > 0
     assert int(trace["start_ns"].min()) >= attached_ns - 1_000_000  # type: ignore[arg-type]
+
+
+def test_live_operators_are_the_logs_and_name_the_plan(traced: dict[str, Any]) -> None:
+    # GIVEN the live trace (the listener keeps the SQL plan events) and
+    # Spark's own event log of the same jobs
+    jobs = traced["jobs"]
+    columns = ["task_id", "operator"]
+
+    def labels(trace: pl.DataFrame) -> pl.DataFrame:
+        tasks = trace.filter(
+            pl.col("job_id").is_in(jobs) & pl.col("task_id").is_not_null()
+        )
+        return tasks.select(columns).unique().sort(columns)
+
+    ours = labels(read_trace(traced["out"]))
+    theirs = labels(import_quietly(traced["spark_log"])[0])
+    # THEN every task has the same operator in both
+    assert ours.equals(theirs)
+    # AND the group-by's operators name its aggregate, with no expression ids
+    ops = set(ours["operator"])
+    aggregates = [op for op in ops if "HashAggregate(keys=[k]" in op]
+    assert len(aggregates) >= 2, ops  # the map side and the reduce side
+    assert all(" · " in op and "#" not in op for op in aggregates)

@@ -33,6 +33,8 @@ import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.scheduler.TaskInfo;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.apache.spark.util.JsonProtocol;
 import org.apache.spark.util.JsonProtocolOptions;
@@ -77,7 +79,10 @@ public class SparktrailListener extends SparkFirehoseListener {
   /** After the application end with no bus to watch: the log is complete after this quiet time. */
   static final long QUIET_MILLIS = 2000L;
 
-  /** Event classes the model reads (tracer/eventlog.py USED_EVENTS); the rest are skipped. */
+  /**
+   * Event classes the model reads (tracer/eventlog.py USED_EVENTS); the rest are skipped. The SQL
+   * plans name each stage's operator (tracer/sql_plans.py).
+   */
   private static final Set<Class<?>> USED =
       Set.of(
           SparkListenerApplicationStart.class,
@@ -90,7 +95,9 @@ public class SparktrailListener extends SparkFirehoseListener {
           SparkListenerStageSubmitted.class,
           SparkListenerStageCompleted.class,
           SparkListenerTaskStart.class,
-          SparkListenerTaskEnd.class);
+          SparkListenerTaskEnd.class,
+          SparkListenerSQLExecutionStart.class,
+          SparkListenerSQLAdaptiveExecutionUpdate.class);
 
   /**
    * Structured Streaming events the model reads (tracer/streaming.py STREAM_EVENTS), by class
