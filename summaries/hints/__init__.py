@@ -21,7 +21,7 @@ from .over_time import moving_hotspot, state_skew
 from .parallelism import parallelism
 from .partitions import over_partitioned
 from .ranking import finish_hints
-from .streaming import planning_bound, stream_backlog, trigger_bound
+from .stream_progress import planning_bound, stream_backlog, trigger_bound
 from .tasks import task_hints
 
 __all__ = [
