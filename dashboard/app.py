@@ -50,7 +50,7 @@ from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 from sparktrail.summaries.hints import shown_hints
 
-from . import figures, spark_tables
+from . import figures, spark_tables, stream_figures
 from .snapshots import (
     LATEST,
     Snapshot,
@@ -76,6 +76,7 @@ __all__ = [
     "page_figures",
     "picker_options",
     "serve",
+    "stream_panel",
     "table_data",
     "well_formed",
     "windows_per_bar",
@@ -473,6 +474,36 @@ def table_data(
     return out
 
 
+def stream_panel(snapshot: Snapshot) -> tuple[go.Figure | None, dict[str, str]]:
+    """The streaming section's figure and style: Spark's progress of the
+    run so far (the newest window's context), hidden without micro-batches.
+
+    >>> stream_panel(Snapshot(source="t", status="starting"))
+    (None, {'display': 'none'})
+    """
+    if not snapshot.windows:
+        return None, {"display": "none"}
+    try:
+        app = snapshot.windows[-1].summaries.context
+    except (OSError, pl.exceptions.PolarsError):  # a store window gone
+        return None, {"display": "none"}
+    if not app.batches:
+        return None, {"display": "none"}
+    return stream_figures.stream_progress(app), {"gridColumn": "1 / -1"}
+
+
+def _stream_section() -> html.Section:
+    return html.Section(
+        [
+            dcc.Graph(id="stream-progress"),
+            html.P(stream_figures.STREAM_CAPTION, className="caption", style=_NOTE),
+        ],
+        id="stream-progress-section",
+        title="Structured Streaming micro-batches",
+        style={"display": "none"},
+    )
+
+
 def _table_section(key: str) -> html.Section:
     heading, _, columns, caption = TABLES[key]
     return html.Section(
@@ -624,7 +655,15 @@ def _layout(snapshot: Snapshot) -> html.Div:
                 style={"color": "#555", "fontSize": "0.9em", "margin": "0.4em 0"},
             ),
             html.Div(id="communication-note", style=_NOTE),
-            html.Div(graphs + [_table_section(key) for key in TABLES], style=_GRID),
+            html.Div(
+                [
+                    graphs[0],
+                    _stream_section(),
+                    *graphs[1:],
+                    *[_table_section(key) for key in TABLES],
+                ],
+                style=_GRID,
+            ),
             # 250 ms: the page tick adds half of it, on average, to the time
             # from a window closing to its figures (bench/online_latency.py).
             dcc.Interval(id="refresh", interval=250, disabled=not snapshot.live),
@@ -784,6 +823,15 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         if key is None:
             raise PreventUpdate
         return key, picker_options(snapshot, None, key)
+
+    @app.callback(
+        dash.Output("stream-progress", "figure"),
+        dash.Output("stream-progress-section", "style"),
+        dash.Input("drawn-windows", "data"),
+    )
+    def stream(_: Any) -> tuple[Any, dict[str, str]]:
+        figure, style = stream_panel(source.latest())
+        return (dash.no_update if figure is None else figure), style
 
     @app.callback(
         dash.Output("communication-summary-section", "style"),

@@ -41,7 +41,7 @@ from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import shown_hints
 
-from . import figures, spark_tables
+from . import figures, spark_tables, stream_figures
 from .verdict import header_facts, verdict
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
 SECTIONS: dict[str, str] = {
     "overview": "Overview",
     "hints": "Rebalancing hints",
+    "streaming": "Structured Streaming micro-batches",
     "activity": "Critical path by activity over time",
     "straggler": "Stragglers: workers vs fair share",
     "executors": "Executors",
@@ -79,6 +80,7 @@ _CAPTIONS = {
     "communication": figures.CAPTIONS["communication"],
     "gantt": figures.CAPTIONS["timeline"],
     "stages": spark_tables.STAGE_TABLE_CAPTION,
+    "streaming": stream_figures.STREAM_CAPTION,
     "executors": spark_tables.EXECUTOR_TABLE_CAPTION,
 }
 #: Sections that are sortable tables (:mod:`~sparktrail.dashboard.spark_tables`).
@@ -348,6 +350,7 @@ def _figures(
         "operator": figures.operator_bars(summaries.operator),
         "communication": figures.communication_heatmap(summaries.communication),
         "gantt": gantt,
+        "streaming": stream_figures.stream_progress(summaries.context),
     }
 
 
@@ -405,6 +408,13 @@ def write_report(
             parts.append(
                 f'<section id="hints"><h2>{html.escape(heading)}</h2>'
                 f"{_hints_html(shown_hints(summaries.hints))}{caption}</section>"
+            )
+            continue
+        if section == "streaming" and not summaries.context.batches:
+            parts.append(
+                f'<section id="streaming"><h2>{html.escape(heading)}</h2>'
+                '<p class="note">No Structured Streaming query ran in this '
+                "application.</p></section>"
             )
             continue
         if section in TABLES:
