@@ -1001,6 +1001,9 @@ def saving_text(hint: dict[str, Any]) -> str:
     >>> saving_text({"kind": "idle_capacity", "predicted_saving_ns": 1.2e11,
     ...     "saving_share": 0.4})
     '2 core-min (40% of slot time)'
+    >>> saving_text({"kind": "state_skew", "predicted_saving_ns": 2e9,
+    ...     "saving_share": 0.2, "evidence": '{"busy_ns": 1e10}'})
+    "2 s (20% of the query's batch time)"
     >>> saving_text({"kind": "stream_backlog", "saving_share": 0.4})
     '40% of the input falls behind'
     """
@@ -1011,6 +1014,10 @@ def saving_text(hint: dict[str, Any]) -> str:
         return ""
     if hint.get("kind") == "idle_capacity":
         return f"{saving / 6e10:.3g} core-min ({share:.0%} of slot time)"
+    if '"busy_ns": ' in str(hint.get("evidence") or "") and not re.search(
+        r'"busy_ns": null', str(hint.get("evidence"))
+    ):  # a streaming query's stages: a share of its batches' time
+        return f"{_duration(saving)} ({share:.0%} of the query's batch time)"
     return f"{_duration(saving)} ({share:.0%} of the run)"
 
 

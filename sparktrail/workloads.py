@@ -18,7 +18,7 @@ __all__ = [
     "moving_hotspot",
     "skewed_join",
     "straggler_partition",
-    "streaming_dedup",
+    "streaming_join",
     "warm_python_workers",
 ]
 
@@ -93,7 +93,7 @@ def moving_hotspot(spark: Any, round_: int, rounds_per_key: int = 3) -> int:
     return hot_key
 
 
-def streaming_dedup(
+def streaming_join(
     spark: Any,
     checkpoint: str,
     *,
@@ -105,42 +105,52 @@ def streaming_dedup(
 ) -> Any:
     """Start a Structured Streaming query whose hot key moves; returns it.
 
-    A rate source (``rows_per_second``, event time ``timestamp``) keyed so
-    that ``hot_share`` of the rows carry one hot key and the rest spread
-    over 97 keys; the hot key is ``(epoch seconds // seconds_per_key) % 5``,
-    so it moves every ``seconds_per_key`` seconds (``None``: always key 0).
-    The stateful operator is a watermarked ``dropDuplicates``: unlike a
-    group-by, whose map-side partial aggregation shrinks a hot key to one
-    row per map task, every row of the hot key reaches its state partition,
-    so that partition holds ``hot_share`` of the state rows and of the work.
-    The sink is ``noop``, triggered every ``trigger_seconds``; the shuffle
-    partitions are the session's ``spark.sql.shuffle.partitions``. Stop it
-    with ``query.stop()``.
+    Two rate sources joined on a key within 2 s of event time (a
+    stream-stream join: its state keeps every row of the last seconds, by
+    key). On the first, ``hot_share`` of the rows carry one hot key and the
+    rest spread over 97 keys; the hot key is ``(epoch seconds //
+    seconds_per_key) % 5``, so it moves every ``seconds_per_key`` seconds
+    (``None``: always key 0). The second source (a tenth of the rate) has
+    every key. The join's state partition of the hot key holds about
+    ``hot_share`` of the state rows and does that share of the work; unlike
+    a group-by, whose map-side partial aggregation shrinks a hot key to one
+    row per map task, nothing evens it out. The sink is ``noop``, triggered
+    every ``trigger_seconds``; the shuffle partitions are the session's
+    ``spark.sql.shuffle.partitions``. Stop it with ``query.stop()``.
     """
     from pyspark.sql import functions as F
 
-    rate = (
-        spark.readStream.format("rate")
-        .option("rowsPerSecond", rows_per_second)
-        .option("numPartitions", 2)
-        .load()
-    )
+    def rate(rows: int) -> Any:
+        return (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", rows)
+            .option("numPartitions", 2)
+            .load()
+        )
+
     hot = (
         F.lit(0)
         if seconds_per_key is None
         else (F.floor(F.unix_timestamp("timestamp") / seconds_per_key) % 5)
     )
     spread = F.col("value") % 97 + 5  # keys 5..101 never collide with a hot one
-    keyed = rate.select(
+    left = rate(rows_per_second).select(
         F.when(F.rand(seed=7) < hot_share, hot).otherwise(spread).alias("key"),
-        "value",
-        "timestamp",
+        F.col("timestamp").alias("left_time"),
     )
-    deduplicated = keyed.withWatermark("timestamp", "10 seconds").dropDuplicates(
-        ["key", "value", "timestamp"]
+    right = rate(max(1, rows_per_second // 10)).select(
+        (F.col("value") % 102).alias("right_key"),
+        F.col("timestamp").alias("right_time"),
+    )
+    joined = left.withWatermark("left_time", "2 seconds").join(
+        right.withWatermark("right_time", "2 seconds"),
+        F.expr(
+            "key = right_key AND right_time BETWEEN left_time - INTERVAL 2 SECONDS "
+            "AND left_time + INTERVAL 2 SECONDS"
+        ),
     )
     return (
-        deduplicated.writeStream.format("noop")
+        joined.writeStream.format("noop")
         .queryName(name)
         .outputMode("append")
         .option("checkpointLocation", checkpoint)

@@ -3,8 +3,8 @@
 Without ``--serve`` it runs three short workloads with known bottlenecks and
 leaves a trace to profile. With ``--serve`` it is the live demo: a workload
 whose hot key moves every few rounds runs for ``--minutes`` beside a
-Structured Streaming query (a rate source deduplicated by key, whose hot
-key moves every 10 s: :func:`~sparktrail.workloads.streaming_dedup`), in
+Structured Streaming query (two rate sources joined by key, whose hot
+key moves every 10 s: :func:`~sparktrail.workloads.streaming_join`), in
 one traced application, while the dashboard follows the trace; the
 dashboard stays up until Ctrl-C.
 """
@@ -125,7 +125,7 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
     from sparktrail.workloads import (
         moving_hotspot,
-        streaming_dedup,
+        streaming_join,
         warm_python_workers,
     )
 
@@ -148,7 +148,7 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     try:
         warm_python_workers(spark)
         # Under the trace directory, hidden: the pipeline skips dot-entries.
-        query = streaming_dedup(spark, str(out / ".checkpoint"))
+        query = streaming_join(spark, str(out / ".checkpoint"))
         deadline = time.monotonic() + args.minutes * 60
         round_ = 0
         while not stop.is_set() and time.monotonic() < deadline:

@@ -127,14 +127,19 @@ class Hint:
     #: of changes whose savings add up), replayed to predict the saving
     #: (``None``: the rule's own estimate stands).
     change: Any = field(default=None, compare=False)
+    #: The time the saving is a share of, when not the run's wall time: a
+    #: streaming query's busy time (its batches' trigger time), since the
+    #: run of a streaming query lasts until it is stopped.
+    share_of_ns: float | None = None
 
     def with_saving(self, saving_ns: float | None, wall_ns: float) -> Hint:
-        """The hint with its predicted saving, share of ``wall_ns`` and the
-        severity that share gives."""
-        if saving_ns is None or not math.isfinite(saving_ns) or wall_ns <= 0:
+        """The hint with its predicted saving, share of ``wall_ns`` (or of
+        :attr:`share_of_ns`) and the severity that share gives."""
+        base = self.share_of_ns or wall_ns
+        if saving_ns is None or not math.isfinite(saving_ns) or base <= 0:
             return replace(self, severity="info")
         saving_ns = max(0.0, float(saving_ns))
-        share = saving_ns / wall_ns
+        share = saving_ns / base
         return replace(
             self,
             predicted_saving_ns=saving_ns,

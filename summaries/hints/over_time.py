@@ -25,6 +25,9 @@ Assumptions
   (the others are null), so sums and medians use those.
 * Operators are named by :func:`operator_keys` (the same key the merging
   of repeated hints uses).
+* On the stages of a streaming query, a saving is a share of the query's
+  busy time (its batches' trigger time, :func:`streaming_busy_ns`), not of
+  the run, which lasts until the query is stopped.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from sparktrail.whatif.changes import SplitPartition
 
 from ._common import Context, Hint, severity
 
-__all__ = ["moving_hotspot", "operator_keys", "state_skew"]
+__all__ = ["moving_hotspot", "operator_keys", "state_skew", "streaming_busy_ns"]
 
 
 def operator_keys(ctx: Context) -> dict[int, str]:
@@ -52,6 +55,28 @@ def operator_keys(ctx: Context) -> dict[int, str]:
     for stage, operator, name in ops.select("stage_id", "operator", "name").iter_rows():
         keys[int(stage)] = name or operator or f"stage {stage}"
     return keys
+
+
+def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
+    """The trigger time of the streaming queries whose micro-batches ran
+    ``stages`` (``None``: no stage of a streaming query): what a saving on
+    those stages is a share of, a streaming run lasting until stopped."""
+    jobs = set(
+        ctx.tasks.filter(pl.col("stage_id").is_in(stages))["job_id"]
+        .drop_nulls()
+        .to_list()
+    )
+    queries = {
+        j.query_id for j in ctx.app.jobs if j.job_id in jobs and j.query_id is not None
+    }
+    if not queries:
+        return None
+    busy = sum(
+        (b.duration_ms or {}).get("triggerExecution", 0)
+        for b in ctx.app.batches
+        if b.query_id in queries
+    )
+    return busy * 1e6 if busy > 0 else None
 
 
 def _hot_partitions(ctx: Context) -> pl.DataFrame:
@@ -119,7 +144,9 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
         cp = sum(stage_cp.get(s, 0.0) for s in stages) / ctx.n_windows
         distinct = sorted(set(partitions))
         worst = max(found, key=lambda r: r["skew"])
+        busy = streaming_busy_ns(ctx, stages)
         evidence = {
+            "busy_ns": busy,
             "operator": operator,
             "runs": len(found),
             "moves": moves,
@@ -147,6 +174,7 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
                 "partial key grouping).",
                 stage_id=worst["stage_id"],
                 partition=worst["partition"],
+                share_of_ns=busy,
                 change=tuple(
                     SplitPartition(r["stage_id"], r["partition"], 2) for r in found
                 ),
@@ -185,12 +213,13 @@ def state_skew(ctx: Context) -> list[Hint]:
         .sort("stage_id")
     )
     keys = operator_keys(ctx)
-    wall = max(1, ctx.wall_ns)
     hints = []
     for row in per_stage.iter_rows(named=True):
+        busy = streaming_busy_ns(ctx, [row["stage_id"]])
         operator = keys.get(row["stage_id"], f"stage {row['stage_id']}")
         excess = max(0.0, float(row["duration_ns"] - row["median_ns"]))
         evidence = {
+            "busy_ns": busy,
             "operator": operator,
             "state_rows": row["_total"],
             "hot_state_rows": row["_max"],
@@ -217,7 +246,7 @@ def state_skew(ctx: Context) -> list[Hint]:
                 stage_id=row["stage_id"],
                 partition=row["partition"],
                 predicted_saving_ns=excess,
-                saving_share=excess / wall,
+                share_of_ns=busy,
             )
         )
     return hints

@@ -110,7 +110,8 @@ def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
     best = max(found, key=lambda h: (h.predicted_saving_ns or 0.0, h.cp_share))
     stages = sorted({h.stage_id for h in found if h.stage_id is not None})
     saving = sum(h.predicted_saving_ns or 0.0 for h in found)
-    share = saving / wall_ns if wall_ns > 0 else None
+    base = best.share_of_ns or wall_ns
+    share = saving / base if base > 0 else None
     evidence = best.evidence | {
         "occurrences": len(found),
         "operator": operator,

@@ -67,7 +67,7 @@ def test_ctrl_c_ends_after_the_running_round_without_a_traceback(
         started.append(checkpoint)
         return query
 
-    monkeypatch.setattr(workloads, "streaming_dedup", streaming)
+    monkeypatch.setattr(workloads, "streaming_join", streaming)
     before = signal.getsignal(signal.SIGINT)
     args = build_parser().parse_args(["demo", "--serve", "--minutes", "1"])
     # WHEN it runs
