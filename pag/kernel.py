@@ -21,6 +21,8 @@ Assumptions
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +31,7 @@ __all__ = ["KernelResult", "count_paths", "topological_order"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 B = npt.NDArray[np.bool_]
 
 
@@ -129,97 +132,149 @@ def _edge_on_cycle(placed: I64, src: I64, dst: I64) -> int:
     return int(nx.find_cycle(graph)[0][2])
 
 
-@numba.njit(cache=True, nogil=True)
-def _log_add(acc_max: F64, acc_sum: F64, w: int, x: float) -> None:
-    """Add e**x to the streaming sum acc_sum[w] * e**acc_max[w]."""
-    m = acc_max[w]
-    if x > m:
-        acc_sum[w] = acc_sum[w] * np.exp(m - x) + 1.0
-        acc_max[w] = x
-    else:
-        acc_sum[w] += np.exp(x - m)
+#: Counts are ``mantissa * 2**(STEP_BITS * k)``; a mantissa that reaches
+#: ``2**STEP_BITS`` moves one step up. Products of two mantissas and an int64
+#: weight stay below 2**575, far from float64's 2**1024.
+STEP_BITS = 256
+_STEP = 2.0**STEP_BITS
+_INV_STEP = 2.0**-STEP_BITS
+_LN_STEP = STEP_BITS * math.log(2.0)
 
 
 @numba.njit(cache=True, nogil=True)
-def _log_paths(
+def _down(steps: int) -> float:
+    """2**(-STEP_BITS * steps), 0 once it is below every subnormal."""
+    if steps * STEP_BITS > 1100:
+        return 0.0
+    return math.ldexp(1.0, -STEP_BITS * steps)
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_out(src: I64, dst: I64, counted: B, offsets: I64) -> bool:
+    """Out-degree in counted edges (into ``offsets[v]``); are ids topological?"""
+    topological = True
+    for i in range(src.shape[0]):
+        topological &= src[i] < dst[i]
+        offsets[src[i]] += counted[i]
+    return topological
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_out(src: I64, dst: I64, counted: B, offsets: I64, heads: I64) -> None:
+    """Counted out-neighbours in CSR form, from ``offsets[v]`` = out-degree."""
+    n = offsets.shape[0] - 1
+    total = 0
+    for v in range(n):
+        total += offsets[v]
+        offsets[v] = total  # end of v's run; the fill below walks it back
+    offsets[n] = total
+    # Backwards with pre-decrement: offsets end at each run's start and each
+    # run keeps the edges' order, without a second pass to shift them.
+    for i in range(src.shape[0] - 1, -1, -1):
+        if counted[i]:
+            s = src[i]
+            offsets[s] -= 1
+            heads[offsets[s]] = dst[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(
     order: I64,
     offsets: I64,
-    edges: I64,
-    dst: I64,
-    counted: B,
+    heads: I64,
     at_start: B,
-    at_end: B,
-) -> tuple[F64, F64, B]:
+    f_m: F64,
+    f_k: I32,
+) -> None:
+    """f in place, pushing each vertex's count along its counted out-edges."""
     n = at_start.shape[0]
     identity = order.shape[0] == 0
     has_in = np.zeros(n, dtype=np.bool_)
-    has_out = np.zeros(n, dtype=np.bool_)
-    for v in range(n):
-        for j in range(offsets[v], offsets[v + 1]):
-            e = edges[j]
-            if counted[e]:
-                has_out[v] = True
-                has_in[dst[e]] = True
-
-    # log_f holds the running maximum of a vertex's incoming terms until the
-    # vertex is reached, then its value: one array fewer than a separate max.
-    log_f = np.full(n, -np.inf)
-    acc_sum = np.zeros(n)
     for i in range(n):
         v = i if identity else order[i]
         if at_start[v] and not has_in[v]:
-            log_f[v] = 0.0
-        elif acc_sum[v] > 0.0:
-            log_f[v] += np.log(acc_sum[v])
-        x = log_f[v]
-        if x == -np.inf:
-            continue
+            m, k = 1.0, 0
+            f_m[v] = 1.0
+        else:
+            m, k = f_m[v], f_k[v]
+            if m >= _STEP:
+                m *= _INV_STEP
+                k += 1
+                f_m[v], f_k[v] = m, k
         for j in range(offsets[v], offsets[v + 1]):
-            e = edges[j]
-            if counted[e]:
-                _log_add(log_f, acc_sum, dst[e], x)
-
-    log_g = acc_sum  # reused: every acc_sum entry has been read
-    log_g[:] = -np.inf
-    for i in range(n - 1, -1, -1):
-        v = i if identity else order[i]
-        if at_end[v] and not has_out[v]:
-            log_g[v] = 0.0
-            continue
-        m = -np.inf
-        for j in range(offsets[v], offsets[v + 1]):
-            e = edges[j]
-            if counted[e] and log_g[dst[e]] > m:
-                m = log_g[dst[e]]
-        if m == -np.inf:
-            continue
-        s = 0.0
-        for j in range(offsets[v], offsets[v + 1]):
-            e = edges[j]
-            if counted[e]:
-                s += np.exp(log_g[dst[e]] - m)
-        log_g[v] = m + np.log(s)
-    end_frontier = at_end & ~has_out
-    return log_f, log_g, end_frontier
+            w = heads[j]
+            has_in[w] = True
+            kw = f_k[w]
+            if kw == k:
+                f_m[w] += m
+            elif kw < k:
+                f_m[w] = f_m[w] * _down(k - kw) + m
+                f_k[w] = k
+            else:
+                f_m[w] += m * _down(kw - k)
 
 
 @numba.njit(cache=True, nogil=True)
-def _window_paths(vertex_offsets: I64, log_f: F64, end_frontier: B) -> F64:
-    """ln N per window: log-sum-exp of f over the window's end frontier."""
-    out = np.full(vertex_offsets.shape[0] - 1, -np.inf)
-    for k in range(out.shape[0]):
-        m = -np.inf
-        for v in range(vertex_offsets[k], vertex_offsets[k + 1]):
-            if end_frontier[v] and log_f[v] > m:
-                m = log_f[v]
-        if m == -np.inf:
+def _backward(
+    order: I64,
+    offsets: I64,
+    heads: I64,
+    at_end: B,
+    g_m: F64,
+    g_k: I32,
+) -> None:
+    """g in place, summing each vertex's counted successors."""
+    n = at_end.shape[0]
+    identity = order.shape[0] == 0
+    for i in range(n - 1, -1, -1):
+        v = i if identity else order[i]
+        lo, hi = offsets[v], offsets[v + 1]
+        if lo == hi:
+            g_m[v] = 1.0 if at_end[v] else 0.0
+            g_k[v] = 0
             continue
-        s = 0.0
-        for v in range(vertex_offsets[k], vertex_offsets[k + 1]):
-            if end_frontier[v]:
-                s += np.exp(log_f[v] - m)
-        out[k] = m + np.log(s)
-    return out
+        m, k = 0.0, 0
+        for j in range(lo, hi):
+            w = heads[j]
+            kw = g_k[w]
+            if kw == k:
+                m += g_m[w]
+            elif kw > k:
+                m = m * _down(kw - k) + g_m[w]
+                k = kw
+            else:
+                m += g_m[w] * _down(k - kw)
+        if m >= _STEP:
+            m *= _INV_STEP
+            k += 1
+        g_m[v], g_k[v] = m, k
+
+
+@numba.njit(cache=True, nogil=True)
+def _window_paths(
+    vertex_offsets: I64, offsets: I64, at_end: B, f_m: F64, f_k: I32, g_k: I32
+) -> tuple[F64, B]:
+    """ln N per window (f summed over the end frontier); has it any step > 0?"""
+    n_windows = vertex_offsets.shape[0] - 1
+    log_n = np.full(n_windows, -np.inf)
+    scaled = np.zeros(n_windows, dtype=np.bool_)
+    for w in range(n_windows):
+        m, k, top = 0.0, 0, 0
+        for v in range(vertex_offsets[w], vertex_offsets[w + 1]):
+            top = max(top, f_k[v], g_k[v])
+            if at_end[v] and offsets[v] == offsets[v + 1]:
+                kv = f_k[v]
+                if kv == k:
+                    m += f_m[v]
+                elif kv > k:
+                    m = m * _down(kv - k) + f_m[v]
+                    k = kv
+                else:
+                    m += f_m[v] * _down(k - kv)
+        scaled[w] = top > 0
+        if m > 0.0:
+            log_n[w] = math.log(m) + k * _LN_STEP
+    return log_n, scaled
 
 
 @numba.njit(cache=True, nogil=True)
@@ -229,31 +284,38 @@ def _normalise(
     dst: I64,
     weight: I64,
     counted: B,
-    log_f: F64,
-    log_g: F64,
+    f_m: F64,
+    f_k: I32,
+    g_m: F64,
+    g_k: I32,
+    scaled: B,
 ) -> tuple[F64, F64]:
     """CP of every edge, and ln sum C*w per window."""
     cp = np.empty(src.shape[0])
     log_z = np.full(piece_offsets.shape[0] - 1, -np.inf)
-    for k in range(log_z.shape[0]):
-        lo, hi = piece_offsets[k], piece_offsets[k + 1]
-        m = -np.inf
+    for w in range(log_z.shape[0]):
+        lo, hi = piece_offsets[w], piece_offsets[w + 1]
+        top = 0
+        if scaled[w]:
+            # The largest step of any C(e); smaller ones are aligned to it.
+            for i in range(lo, hi):
+                if counted[i] and f_m[src[i]] * g_m[dst[i]] > 0.0:
+                    top = max(top, f_k[src[i]] + g_k[dst[i]])
+        z = 0.0
         for i in range(lo, hi):
-            x = -np.inf
-            if counted[i] and weight[i] > 0:
-                x = log_f[src[i]] + log_g[dst[i]] + np.log(weight[i])
-            cp[i] = x  # ln C(e) w(e) for now
-            if x > m:
-                m = x
-        if m == -np.inf:
+            c = 0.0
+            if counted[i]:
+                c = f_m[src[i]] * g_m[dst[i]] * weight[i]
+                if scaled[w] and c > 0.0:
+                    c *= _down(top - f_k[src[i]] - g_k[dst[i]])
+            cp[i] = c  # C(e) w(e) / 2**(STEP_BITS * top) for now
+            z += c
+        if z == 0.0:
             cp[lo:hi] = 0.0
             continue
-        s = 0.0
+        log_z[w] = math.log(z) + top * _LN_STEP
         for i in range(lo, hi):
-            s += np.exp(cp[i] - m)
-        log_z[k] = m + np.log(s)
-        for i in range(lo, hi):
-            cp[i] = np.exp(cp[i] - m) / s
+            cp[i] /= z
     return cp, log_z
 
 
@@ -306,10 +368,21 @@ def count_paths(
     ([0.5, 0.5], 2)
     """
     n_vertices = int(vertex_offsets[-1])
-    order, offsets, edges = topological_order(n_vertices, src, dst)
-    log_f, log_g, end_frontier = _log_paths(
-        order, offsets, edges, dst, counted, at_start, at_end
+    offsets = np.zeros(n_vertices + 1, dtype=np.int64)
+    order = np.empty(0, dtype=np.int64)
+    if not _count_out(src, dst, counted, offsets):
+        # Raises on a cycle among all edges, counted or not.
+        order = topological_order(n_vertices, src, dst)[0]
+    heads = np.empty(int(offsets.sum()), dtype=np.int64)
+    _fill_out(src, dst, counted, offsets, heads)
+    f_m = np.zeros(n_vertices)
+    f_k = np.zeros(n_vertices, dtype=np.int32)
+    _forward(order, offsets, heads, at_start, f_m, f_k)
+    g_m = np.empty(n_vertices)
+    g_k = np.empty(n_vertices, dtype=np.int32)
+    _backward(order, offsets, heads, at_end, g_m, g_k)
+    log_paths, scaled = _window_paths(vertex_offsets, offsets, at_end, f_m, f_k, g_k)
+    cp, log_z = _normalise(
+        piece_offsets, src, dst, weight, counted, f_m, f_k, g_m, g_k, scaled
     )
-    log_paths = _window_paths(vertex_offsets, log_f, end_frontier)
-    cp, log_z = _normalise(piece_offsets, src, dst, weight, counted, log_f, log_g)
     return KernelResult(cp, log_paths, log_z)
