@@ -168,21 +168,22 @@ def _down(steps: int) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_out(src: I64, dst: I64, counted: B, offsets: Ix) -> tuple[bool, int]:
-    """Counted out-degree into ``offsets[v]``: are the ids a topological order,
-    and how many edges are counted?"""
-    topological = True
+def _count_out(src: I64, counted: B, offsets: Ix) -> int:
+    """Counted out-degree into ``offsets[v]``; returns the counted edges."""
     total = 0
     for i in range(src.shape[0]):
-        topological &= src[i] < dst[i]
         offsets[src[i]] += counted[i]
         total += counted[i]
-    return topological, total
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_out(src: I64, dst: I64, counted: B, offsets: Ix, heads: Ix) -> None:
-    """Counted out-neighbours in CSR form, from ``offsets[v]`` = out-degree."""
+def _fill_out(src: I64, dst: I64, counted: B, offsets: Ix, heads: Ix) -> bool:
+    """Counted out-neighbours in CSR form, from ``offsets[v]`` = out-degree;
+    returns whether the ids are a topological order (of all edges).
+
+    The check rides on this pass, which reads ``dst`` anyway.
+    """
     n = offsets.shape[0] - 1
     total = 0
     for v in range(n):
@@ -191,11 +192,14 @@ def _fill_out(src: I64, dst: I64, counted: B, offsets: Ix, heads: Ix) -> None:
     offsets[n] = total
     # Backwards with pre-decrement: each offset ends at its run's start and
     # each run keeps the edges' order, with no second pass to shift them.
+    topological = True
     for i in range(src.shape[0] - 1, -1, -1):
+        topological &= src[i] < dst[i]
         if counted[i]:
             s = src[i]
             offsets[s] -= 1
             heads[offsets[s]] = dst[i]
+    return topological
 
 
 @numba.njit(cache=True, nogil=True)
@@ -407,13 +411,11 @@ def count_paths(
         offsets = np.zeros(n_vertices + 1, dtype=np.int32)
     else:
         offsets = np.zeros(n_vertices + 1, dtype=np.int64)
+    heads: Ix = np.empty(_count_out(src, counted, offsets), dtype=offsets.dtype)
     order = np.empty(0, dtype=np.int64)
-    topological, n_counted = _count_out(src, dst, counted, offsets)
-    if not topological:
+    if not _fill_out(src, dst, counted, offsets, heads):
         # Raises on a cycle among all edges, counted or not.
         order = topological_order(n_vertices, src, dst)[0]
-    heads: Ix = np.empty(n_counted, dtype=offsets.dtype)
-    _fill_out(src, dst, counted, offsets, heads)
     f_m = np.empty(n_vertices)
     f_step = np.full(n_vertices, -1, dtype=np.int32)
     f_top = _forward(order, offsets, heads, at_start, f_m, f_step)
