@@ -10,6 +10,13 @@ window, measured side by side in one run:
   a networkx MultiDiGraph built from the same snapshot;
 * integer reference: exact Python-int counting (small sizes only).
 
+Kernel section (``--only kernel``): ``count_paths`` alone, per size, with
+its largest relative difference to the exact reference (Python-int counts,
+CP as exact fractions) on sizes up to ``--ref-max``. Only ``count_paths``
+is imported from sparktrail's kernel, so running this file with another
+checkout's interpreter (``/other/.venv/bin/python bench/run.py --only
+kernel``) measures that checkout's kernel with the same harness.
+
 Every figure is the median of ``--repeat`` runs; ratios compare medians
 taken in the same run. Results print as Markdown tables.
 """
@@ -19,13 +26,16 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from importer import import_section
 
 import sparktrail
@@ -34,6 +44,8 @@ from sparktrail.pag.memory import retain_freed_memory
 from sparktrail.pag.snapshot import Snapshots, build_snapshots
 from sparktrail.pag.trace import validate_trace, write_trace
 from sparktrail.synthetic import barrier_trace, span_ns
+
+F64 = npt.NDArray[np.float64]
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -97,6 +109,67 @@ def integer_counts(s: Snapshots) -> int:
         for w in out[v]:
             f[w] += f[v]
     return sum(f[v] for v in range(n) if s.vertex_at_end[v] and not out[v])
+
+
+def exact_cp(s: Snapshots) -> tuple[int, F64]:
+    """N and every edge's CP with Python ints and exact fractions (one window)."""
+    n = s.n_vertices
+    out: list[list[int]] = [[] for _ in range(n)]
+    has_in = [False] * n
+    for e in np.flatnonzero(s.counted).tolist():
+        out[int(s.src[e])].append(e)
+        has_in[int(s.dst[e])] = True
+    dst = s.dst.tolist()
+    f = [0] * n
+    for v in range(n):  # ids are topological for barrier traces
+        if s.vertex_at_start[v] and not has_in[v]:
+            f[v] = 1
+        for e in out[v]:
+            f[dst[e]] += f[v]
+    g = [0] * n
+    for v in range(n - 1, -1, -1):
+        g[v] = (
+            1 if s.vertex_at_end[v] and not out[v] else sum(g[dst[e]] for e in out[v])
+        )
+    src, weight, counted = s.src.tolist(), s.weight_ns.tolist(), s.counted.tolist()
+    cw = [
+        f[src[e]] * g[dst[e]] * weight[e] if counted[e] else 0 for e in range(len(src))
+    ]
+    total = sum(cw)
+    n_paths = sum(f[v] for v in range(n) if s.vertex_at_end[v] and not out[v])
+    return n_paths, np.array([float(Fraction(c, total)) for c in cw])
+
+
+def kernel_section(sizes: list[int], repeat: int, ref_max: int) -> str:
+    lines = [
+        f"count_paths on barrier traces, one window, 16 workers; median of {repeat}"
+        " runs (first run excluded: compilation).",
+        "",
+        "| trace rows | snapshot edges | kernel | ns/edge | max rel. diff CP "
+        "| rel. diff ln N |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in sizes:
+        trace = validate_trace(barrier_trace(size))
+        snaps = build_snapshots(trace, span_ns(trace), 0)
+        edges = len(snaps.row)
+        run_kernel(snaps)
+        k_time, result = median_seconds(lambda s=snaps: run_kernel(s), repeat)
+        cp_diff = ln_diff = "—"
+        if edges <= ref_max:
+            n_paths, cp = exact_cp(snaps)
+            nonzero = cp > 0
+            rel = np.abs(result.cp[nonzero] - cp[nonzero]) / cp[nonzero]
+            assert (result.cp[~nonzero] == 0).all()
+            cp_diff = f"{rel.max():.1e}"
+            log_n = math.log(n_paths)
+            ln_diff = f"{abs(float(result.log_paths[0]) - log_n) / log_n:.1e}"
+        lines.append(
+            f"| {size:,} | {edges:,} | {fmt_rate(edges, k_time)} "
+            f"| {k_time / edges * 1e9:.1f} | {cp_diff} | {ln_diff} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)  # progress
+    return "\n".join(lines)
 
 
 def cp_section(sizes: list[int], repeat: int, nx_max: int, ref_max: int) -> str:
@@ -176,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         "--import-mb", type=float, default=100.0, help="event-log size to import"
     )
     parser.add_argument(
-        "--only", default="cp,import", help="sections to run: cp, import"
+        "--only", default="cp,import", help="sections to run: cp, import, kernel"
     )
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -187,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     if "cp" in sections:
         print("## Critical participation\n")
         print(cp_section(sizes, args.repeat, args.nx_max, args.ref_max), flush=True)
+    if "kernel" in sections:
+        print("## CP kernel\n")
+        print(kernel_section(sizes, args.repeat, args.ref_max), flush=True)
     if "import" in sections:
         print("\n## Event-log import\n")
         print(import_section(args.import_mb, min(args.repeat, 3)), flush=True)
