@@ -106,6 +106,21 @@ def _times(frame: pl.DataFrame) -> list[dt.datetime | None]:
     ]
 
 
+def _line(
+    batches: pl.DataFrame, name: str, column: str, dash: str = "solid"
+) -> go.Scatter:
+    """One query's ``column`` per batch, as a line over trigger time."""
+    return go.Scatter(
+        x=_times(batches),
+        y=batches[column].to_list(),
+        name=name,
+        mode="lines+markers",
+        line={"dash": dash},
+        customdata=batches["batch_id"].to_list(),
+        hovertemplate="batch %{customdata}<br>%{y:,.0f}<extra>%{fullData.name}</extra>",
+    )
+
+
 def stream_progress(app: AppContext) -> go.Figure:
     """Per micro-batch: input vs processed rate, trigger time, backlog.
 
@@ -154,24 +169,8 @@ def stream_progress(app: AppContext) -> go.Figure:
     for (query,), batches in frame.group_by("query", maintain_order=True):
         x = _times(batches)
         ids = batches["batch_id"].to_list()
-        hover = "batch %{customdata}<br>%{y:,.0f}<extra>%{fullData.name}</extra>"
-        for column, label, dash in (
-            ("input_rate", "input", "dot"),
-            ("processed_rate", "processed", "solid"),
-        ):
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=batches[column].to_list(),
-                    name=f"{query} {label}",
-                    mode="lines+markers",
-                    line={"dash": dash},
-                    customdata=ids,
-                    hovertemplate=hover,
-                ),
-                row=1,
-                col=1,
-            )
+        fig.add_trace(_line(batches, f"{query} input", "input_rate", "dot"), 1, 1)
+        fig.add_trace(_line(batches, f"{query} processed", "processed_rate"), 1, 1)
         known = batches.select(f"{k}_ms" for k in DURATION_KEYS).fill_null(0)
         other = (batches["trigger_ms"].fill_null(0) - known.sum_horizontal()).clip(0)
         for key, values in [
@@ -194,18 +193,7 @@ def stream_progress(app: AppContext) -> go.Figure:
             )
         for column, label in (("backlog", "backlog"), ("state_rows", "state rows")):
             if batches[column].is_not_null().any():
-                fig.add_trace(
-                    go.Scatter(
-                        x=x,
-                        y=batches[column].to_list(),
-                        name=f"{query} {label}",
-                        mode="lines+markers",
-                        customdata=ids,
-                        hovertemplate=hover,
-                    ),
-                    row=3,
-                    col=1,
-                )
+                fig.add_trace(_line(batches, f"{query} {label}", column), 3, 1)
     fig.update_layout(
         title="Structured Streaming: Spark's progress per micro-batch",
         barmode="stack",
