@@ -68,6 +68,7 @@ __all__ = [
     "MAX_BARS",
     "PICKER_WINDOWS",
     "TABLES",
+    "clicked_batch",
     "clicked_window",
     "coarsen_activity",
     "communication_panel",
@@ -398,6 +399,28 @@ def clicked_window(snapshot: Snapshot, click: object) -> str | None:
     if view is None or view.start_ns != start:
         return None
     return view.key if snapshot.live else LATEST
+
+
+def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
+    """The picker value of the window a click on a micro-batch selects: the
+    closed window its trigger started in (``customdata[1]``, see
+    :mod:`~sparktrail.dashboard.stream_figures`); ``None`` when there is
+    none (yet).
+
+    >>> clicked_batch(Snapshot(source="t", status="s"), {"points": []}) is None
+    True
+    """
+    points = click.get("points") if isinstance(click, dict) else None
+    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
+        return None
+    data = points[0].get("customdata")
+    at = data[1] if isinstance(data, list) and len(data) > 1 else None
+    if not isinstance(at, int) or isinstance(at, bool):
+        return None
+    for view in reversed(snapshot.windows):  # recent batches are clicked most
+        if view.start_ns <= at < view.end_ns and view.key != WHOLE_RUN:
+            return view.key if snapshot.live else LATEST
+    return None
 
 
 def communication_panel(snapshot: Snapshot, key: object) -> tuple[dict[str, str], str]:
@@ -815,11 +838,15 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         dash.Output("window-picker", "value"),
         dash.Output("window-picker", "options", allow_duplicate=True),
         dash.Input("activity-summary", "clickData"),
+        dash.Input("stream-progress", "clickData"),
         prevent_initial_call=True,
     )
-    def pick_clicked(click: Any) -> tuple[str, list[dict[str, str]]]:
+    def pick_clicked(click: Any, batch: Any) -> tuple[str, list[dict[str, str]]]:
         snapshot = source.latest()
-        key = clicked_window(snapshot, click)
+        if dash.ctx.triggered_id == "stream-progress":
+            key = clicked_batch(snapshot, batch)
+        else:
+            key = clicked_window(snapshot, click)
         if key is None:
             raise PreventUpdate
         return key, picker_options(snapshot, None, key)

@@ -4,7 +4,9 @@ Pure builders over the application's context (:attr:`AppContext.batches
 <sparktrail.pag.context.AppContext>`), the numbers Spark's own progress
 reports: :func:`batch_frame` tabulates them, :func:`stream_progress` draws
 per batch the input and processed rates, the trigger's duration broken
-down as Spark reports it (``durationMs``), and the sources' backlog.
+down as Spark reports it (``durationMs``), and the sources' backlog. Each
+point carries ``[batch_id, timestamp_ns]`` as its ``customdata``, so a
+click on a batch can select the window its trigger started in.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ STREAM_CAPTION = (
     "input the query falls behind. Middle, where each trigger's time went "
     "(addBatch runs the batch's jobs; the rest is planning and offset "
     "bookkeeping). Bottom, offsets behind the source's latest (where the "
-    "source reports it) and state rows."
+    "source reports it) and state rows. Click a batch to show its window."
 )
 
 
@@ -106,6 +108,12 @@ def _times(frame: pl.DataFrame) -> list[dt.datetime | None]:
     ]
 
 
+def _points(batches: pl.DataFrame) -> list[list[int | None]]:
+    # [batch id, trigger start in ns] per point: the hover names the batch,
+    # a click selects the window the trigger started in.
+    return [list(row) for row in batches.select("batch_id", "timestamp_ns").rows()]
+
+
 def _line(
     batches: pl.DataFrame, name: str, column: str, dash: str = "solid"
 ) -> go.Scatter:
@@ -116,8 +124,9 @@ def _line(
         name=name,
         mode="lines+markers",
         line={"dash": dash},
-        customdata=batches["batch_id"].to_list(),
-        hovertemplate="batch %{customdata}<br>%{y:,.0f}<extra>%{fullData.name}</extra>",
+        customdata=_points(batches),
+        hovertemplate="batch %{customdata[0]}<br>%{y:,.0f}"
+        "<extra>%{fullData.name}</extra>",
     )
 
 
@@ -168,7 +177,6 @@ def stream_progress(app: AppContext) -> go.Figure:
     )
     for (query,), batches in frame.group_by("query", maintain_order=True):
         x = _times(batches)
-        ids = batches["batch_id"].to_list()
         fig.add_trace(_line(batches, f"{query} input", "input_rate", "dot"), 1, 1)
         fig.add_trace(_line(batches, f"{query} processed", "processed_rate"), 1, 1)
         known = batches.select(f"{k}_ms" for k in DURATION_KEYS).fill_null(0)
@@ -184,8 +192,8 @@ def stream_progress(app: AppContext) -> go.Figure:
                     x=x,
                     y=values.to_list(),
                     name=f"{query} {key}",
-                    customdata=ids,
-                    hovertemplate="batch %{customdata}<br>%{y:,} ms"
+                    customdata=_points(batches),
+                    hovertemplate="batch %{customdata[0]}<br>%{y:,} ms"
                     "<extra>%{fullData.name}</extra>",
                 ),
                 row=2,

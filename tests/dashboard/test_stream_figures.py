@@ -74,3 +74,23 @@ def test_no_batches_says_so_and_the_dashboard_hides_the_panel() -> None:
     figure, style = stream_panel(Snapshot(source="t", status="x", windows=(view,)))
     assert figure is not None and style.get("display") != "none"
     assert isinstance(batch_frame(app), pl.DataFrame)
+
+
+def test_a_click_on_a_batch_selects_the_window_its_trigger_started_in() -> None:
+    from sparktrail.dashboard.app import clicked_batch
+
+    s = summarize(balanced(), 100 * MS)
+    views = tuple(
+        WindowView.held(k * 100 * MS, (k + 1) * 100 * MS, f"w{k}", s, None)
+        for k in range(3)
+    )
+    live = Snapshot(source="t", status="x", windows=views, live=True)
+    # a batch whose trigger started 150 ms in: window 1
+    app = AppContext(batches=(StreamBatch("q", batch_id=7, timestamp_ns=150 * MS),))
+    fig = stream_progress(app)
+    point = {"points": [{"customdata": list(fig.data[0].customdata[0])}]}
+    assert point["points"][0]["customdata"] == [7, 150 * MS]
+    assert clicked_batch(live, point) == views[1].key
+    # a batch past the last closed window selects nothing yet
+    late = {"points": [{"customdata": [8, 400 * MS]}]}
+    assert clicked_batch(live, late) is None
