@@ -403,7 +403,7 @@ def clicked_window(snapshot: Snapshot, click: object) -> str | None:
 
 def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
     """The picker value of the window a click on a micro-batch selects: the
-    closed window its trigger started in (``customdata[1]``, see
+    closed window its trigger started in (``customdata[1]``, in ms, see
     :mod:`~sparktrail.dashboard.stream_figures`); ``None`` when there is
     none (yet).
 
@@ -414,9 +414,10 @@ def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
     if not isinstance(points, list) or not points or not isinstance(points[0], dict):
         return None
     data = points[0].get("customdata")
-    at = data[1] if isinstance(data, list) and len(data) > 1 else None
-    if not isinstance(at, int) or isinstance(at, bool):
+    ms = data[1] if isinstance(data, list) and len(data) > 1 else None
+    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms != ms:
         return None
+    at = int(ms) * 1_000_000
     for view in reversed(snapshot.windows):  # recent batches are clicked most
         if view.start_ns <= at < view.end_ns and view.key != WHOLE_RUN:
             return view.key if snapshot.live else LATEST
@@ -854,9 +855,10 @@ def create_app(source: SnapshotSource) -> dash.Dash:
     @app.callback(
         dash.Output("stream-progress", "figure"),
         dash.Output("stream-progress-section", "style"),
+        dash.Input("window-picker", "value"),
         dash.Input("drawn-windows", "data"),
     )
-    def stream(_: Any) -> tuple[Any, dict[str, str]]:
+    def stream(_: Any, __: Any) -> tuple[Any, dict[str, str]]:
         figure, style = stream_panel(source.latest())
         return (dash.no_update if figure is None else figure), style
 

@@ -5,7 +5,7 @@ Pure builders over the application's context (:attr:`AppContext.batches
 reports: :func:`batch_frame` tabulates them, :func:`stream_progress` draws
 per batch the input and processed rates, the trigger's duration broken
 down as Spark reports it (``durationMs``), and the sources' backlog. Each
-point carries ``[batch_id, timestamp_ns]`` as its ``customdata``, so a
+point carries ``[batch_id, trigger start in ms]`` as its ``customdata``, so a
 click on a batch can select the window its trigger started in.
 """
 
@@ -109,9 +109,11 @@ def _times(frame: pl.DataFrame) -> list[dt.datetime | None]:
 
 
 def _points(batches: pl.DataFrame) -> list[list[int | None]]:
-    # [batch id, trigger start in ns] per point: the hover names the batch,
-    # a click selects the window the trigger started in.
-    return [list(row) for row in batches.select("batch_id", "timestamp_ns").rows()]
+    # [batch id, trigger start in ms] per point: the hover names the batch,
+    # a click selects the window the trigger started in (ms: a browser's
+    # numbers are doubles, exact to 2**53, and epoch ns are not).
+    ms = (pl.col("timestamp_ns") // 1_000_000).alias("ms")
+    return [list(row) for row in batches.select("batch_id", ms).rows()]
 
 
 def _line(

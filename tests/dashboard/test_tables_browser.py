@@ -114,3 +114,34 @@ def test_dashboard_tables_sort_natively(profiled: Path, browser: Any) -> None:
         # AND the executor table lists the driver's executor with 4 cores
         text = browser.find_element(By.ID, "executor-table").text
         assert "driver" in text
+
+
+def test_the_streaming_panel_shows_the_querys_batches(
+    profiled: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    snapshot = load_report(profiled)
+    with served(create_app(StaticSource(snapshot))) as port:
+        # GIVEN the served report of a Structured Streaming run
+        browser.get(f"http://127.0.0.1:{port}/")
+        # THEN its streaming panel is shown, with the query's rates drawn
+        wait_until(
+            browser,
+            lambda d: [
+                s
+                for s in d.find_elements(By.ID, "stream-progress-section")
+                if "none" not in (s.get_attribute("style") or "none")
+            ],
+            WAIT,
+        )
+        names = wait_until(
+            browser,
+            lambda d: d.execute_script(
+                "const g = document.querySelector('#stream-progress .js-plotly-plot');"
+                "return g && g.data && g.data.length ? g.data.map(t => t.name) : null;"
+            ),
+            WAIT,
+        )
+        assert any(name.endswith(" processed") for name in names)
+        assert any(name.endswith(" addBatch") for name in names)
