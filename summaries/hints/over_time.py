@@ -41,7 +41,13 @@ from sparktrail.whatif.changes import SplitPartition
 
 from ._common import Context, Hint, severity
 
-__all__ = ["moving_hotspot", "operator_keys", "state_skew", "streaming_busy_ns"]
+__all__ = [
+    "moving_hotspot",
+    "operator_keys",
+    "stage_batches",
+    "state_skew",
+    "streaming_busy_ns",
+]
 
 
 def operator_keys(ctx: Context) -> dict[int, str]:
@@ -55,6 +61,20 @@ def operator_keys(ctx: Context) -> dict[int, str]:
     for stage, operator, name in ops.select("stage_id", "operator", "name").iter_rows():
         keys[int(stage)] = name or operator or f"stage {stage}"
     return keys
+
+
+def stage_batches(ctx: Context) -> dict[int, int]:
+    """Stage id -> the micro-batch its job ran (stages of streaming queries)."""
+    batch_of = {j.job_id: j.batch_id for j in ctx.app.jobs if j.batch_id is not None}
+    if not batch_of:
+        return {}
+    pairs = (
+        ctx.tasks.select("stage_id", "job_id")
+        .drop_nulls()
+        .unique()
+        .filter(pl.col("job_id").is_in(list(batch_of)))
+    )
+    return {int(s): batch_of[int(j)] for s, j in pairs.iter_rows()}
 
 
 def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
@@ -145,8 +165,13 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
         distinct = sorted(set(partitions))
         worst = max(found, key=lambda r: r["skew"])
         busy = streaming_busy_ns(ctx, stages)
+        batches = sorted(
+            {b for s in stages if (b := stage_batches(ctx).get(s)) is not None}
+        )
         evidence = {
             "busy_ns": busy,
+            "first_batch": batches[0] if batches else None,
+            "last_batch": batches[-1] if batches else None,
             "operator": operator,
             "runs": len(found),
             "moves": moves,

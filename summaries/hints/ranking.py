@@ -21,7 +21,7 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ._common import Context, Hint, saving_severity
-from .over_time import operator_keys
+from .over_time import operator_keys, stage_batches
 
 __all__ = ["finish_hints", "merge_repeats", "without_static_fixes"]
 
@@ -77,11 +77,17 @@ def _with_severity(hint: Hint, wall_ns: int) -> Hint:
     return hint.with_saving(hint.predicted_saving_ns, wall_ns)
 
 
-def merge_repeats(hints: list[Hint], keys: dict[int, str], wall_ns: int) -> list[Hint]:
+def merge_repeats(
+    hints: list[Hint],
+    keys: dict[int, str],
+    wall_ns: int,
+    batches: dict[int, int] | None = None,
+) -> list[Hint]:
     """One hint per (kind, operator) for the kinds of :data:`STAGE_KINDS`.
 
-    ``keys`` maps a stage id to its operator (call site); hints are
-    finished (saving and severity set).
+    ``keys`` maps a stage id to its operator; ``batches`` a streaming
+    query's stage to its micro-batch (a merged hint then names the first
+    and last batch); hints are finished (saving and severity set).
 
     >>> a = Hint("hotspot", "low", 0.1, {}, "split it", stage_id=1,
     ...     predicted_saving_ns=3.0, saving_share=0.03)
@@ -102,11 +108,13 @@ def merge_repeats(hints: list[Hint], keys: dict[int, str], wall_ns: int) -> list
         if len(found) == 1:
             out.append(found[0])
             continue
-        out.append(_merged(found, operator, wall_ns))
+        out.append(_merged(found, operator, wall_ns, batches or {}))
     return out
 
 
-def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
+def _merged(
+    found: list[Hint], operator: str, wall_ns: int, batches: dict[int, int]
+) -> Hint:
     best = max(found, key=lambda h: (h.predicted_saving_ns or 0.0, h.cp_share))
     stages = sorted({h.stage_id for h in found if h.stage_id is not None})
     saving = sum(h.predicted_saving_ns or 0.0 for h in found)
@@ -120,16 +128,23 @@ def _merged(found: list[Hint], operator: str, wall_ns: int) -> Hint:
         "last_stage": stages[-1] if stages else None,
         "total_cp_share": sum(h.cp_share for h in found),
     }
+    ran = sorted({batches[s] for s in stages if s in batches})
+    if ran:
+        evidence |= {"first_batch": ran[0], "last_batch": ran[-1]}
     if len(stages) == 1:
         action = (
             f"{len(found)} tasks of stage {stages[0]} with the same finding; "
             f"the worst: {best.action}"
         )
     else:
+        where = (
+            f"micro-batches {ran[0]}..{ran[-1]}"
+            if ran
+            else f"stages {stages[0]}..{stages[-1]}"
+        )
         action = (
-            f"{operator} ran in {len(stages)} stages ({stages[0]}..{stages[-1]}) "
-            f"with the same finding; the worst, in stage {best.stage_id}: "
-            f"{best.action}"
+            f"{operator} ran in {len(stages)} stages ({where}) with the same "
+            f"finding; the worst, in stage {best.stage_id}: {best.action}"
         )
     return replace(
         best,
@@ -167,4 +182,4 @@ def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
     kept = without_static_fixes(hints)
     finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in kept]
-    return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns)
+    return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))

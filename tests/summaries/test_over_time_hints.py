@@ -90,3 +90,32 @@ def test_one_state_partition_with_most_state_rows_is_state_skew() -> None:
 
 def test_even_state_is_not_state_skew() -> None:
     assert "state_skew" not in kinds(runs([0, 0, 0], state=[100] * SLOTS))
+
+
+def test_a_streaming_querys_merged_hint_names_its_batches_and_busy_time() -> None:
+    from sparktrail.pag.context import AppContext, JobSpan
+    from sparktrail.pag.streams import StreamBatch
+    from sparktrail.pag.trace import Trace as WithContext
+    from sparktrail.pag.trace import load_trace
+
+    # GIVEN the state-skewed runs as micro-batches 10, 11, 12 of a query
+    # whose triggers took 100 ms each
+    frame = runs([0, 0, 0], state=[700, 100, 100, 100, 100, 100])
+    app = AppContext(
+        jobs=tuple(JobSpan(j, query_id="q", batch_id=10 + j) for j in range(3)),
+        batches=tuple(
+            StreamBatch("q", batch_id=10 + j, duration_ms={"triggerExecution": 100})
+            for j in range(3)
+        ),
+    )
+    hints = summarize(WithContext(load_trace(frame).frame, app), 200 * MS).hints
+    skew = hints.filter(pl.col("kind") == "state_skew").row(0, named=True)
+    evidence = json.loads(skew["evidence"])
+    # THEN it names the first and last batch
+    assert (evidence["first_batch"], evidence["last_batch"]) == (10, 12)
+    assert "micro-batches 10..12" in skew["action"]
+    # AND its saving is a share of the query's 300 ms of batches
+    assert evidence["busy_ns"] == 300 * MS
+    assert skew["saving_share"] == pytest.approx(
+        skew["predicted_saving_ns"] / (300 * MS)
+    )
