@@ -212,7 +212,7 @@ def window_text(summaries: Summaries) -> str:
     if lengths <= {summaries.window_ns}:  # the fixed windows of --window
         return _seconds(summaries.window_ns)
     return (
-        f"one per micro-batch and per wait between them "
+        "micro-batches and the waits between them "
         f"(median {_seconds(summaries.window_ns)})"
     )
 

@@ -48,6 +48,8 @@ from sparktrail.engines.store import WindowStore
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 
+from .report import window_text
+
 __all__ = [
     "LATEST",
     "LiveLoader",
@@ -497,14 +499,13 @@ def load_report(out_dir: str | Path) -> Snapshot:
         return Snapshot(str(out_dir), "the report holds no window", live=False)
     start = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
     end = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
-    window_ns = summaries.window_ns
     cp_path = folder / REPORT_CP
     cp = pl.read_parquet(cp_path) if cp_path.is_file() else None
     label = f"whole run {utc(start)} – {utc(end)} UTC"
     view = WindowView.held(start, end, label, summaries, cp)
     return Snapshot(
         source=str(out_dir),
-        status=f"report of {len(windows)} windows of {window_ns / 1e9:g} s",
+        status=f"report of {len(windows)} windows of {window_text(summaries)}",
         windows=(view,),
         activity_by_window=summaries.activity_by_window,
         live=False,

@@ -22,6 +22,7 @@ from sparktrail.cli.profile import hints_json
 from sparktrail.dashboard.report import SECTIONS, SUMMARY_FRAMES, TABLES
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import write_trace
+from sparktrail.summaries import Summaries
 from sparktrail.tracer import import_trace
 from tests.paths import SHARED_LOG
 
@@ -342,3 +343,40 @@ def test_terminal_summary_starts_with_the_header_and_the_verdict(
     # AND the context travels with the summaries for `serve --report`
     back = AppContext.from_json((tmp_path / "summaries" / "context.json").read_text())
     assert back.app_id == "local-1532512550423"
+
+
+def test_window_batch_cuts_a_streaming_log_at_its_micro_batches(tmp_path: Path) -> None:
+    from sparktrail.dashboard.snapshots import load_report
+    from tests.paths import EVENTLOGS
+
+    log = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+    if not log.exists():
+        pytest.skip(f"{log} is missing")
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["profile", str(log), "--window", "batch", "-o", str(out)]) == 0
+    summaries = Summaries.load(out / "summaries")
+    windows = summaries.windows
+    lengths = (windows["window_end_ns"] - windows["window_start_ns"]).unique()
+    # THEN windows of several lengths, starting at the batches' triggers
+    assert len(lengths) > 3
+    starts = set(windows["window_start_ns"].to_list())
+    triggers = {b.timestamp_ns for b in summaries.context.batches}
+    assert triggers - {min(triggers)} <= starts | {None}
+    # AND the report and a served report say what the windows are
+    assert (
+        "micro-batches and the waits between them" in (out / "report.html").read_text()
+    )
+    assert "micro-batches" in load_report(out).status
+
+
+def test_window_batch_without_micro_batches_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["profile", str(LOG), "--window", "batch", "-o", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("sparktrail: error: --window batch needs")
