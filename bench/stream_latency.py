@@ -12,7 +12,7 @@ window first covered the batch's end, minus that end; the lateness (2 s) is
 the floor any window pays. Prints the median and 90th percentile, and
 those beyond the lateness.
 
-    .venv/bin/python bench/stream_latency.py --seconds 60
+    PYTHONPATH=. .venv/bin/python bench/stream_latency.py --seconds 60
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stream_overhead import local_session
 from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
 from sparktrail.pag.trace import read_context
 from sparktrail.tracer import attach, detach
@@ -34,19 +35,10 @@ LATENESS = 2 * S
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pyspark.sql import SparkSession
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session()
     seen: list[tuple[int, int]] = []  # (wall ns, newest closed window end)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace"

@@ -48,13 +48,10 @@ def _run(spark: Any, root: Path, batches: int, traced: bool) -> list[int]:
     return durations
 
 
-def main(argv: list[str] | None = None) -> int:
+def local_session() -> Any:
+    """The streaming benchmarks' Spark: local[2], no UI, 4 shuffle partitions."""
     from pyspark.sql import SparkSession
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=2)
-    parser.add_argument("--batches", type=int, default=12)
-    args = parser.parse_args(argv)
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
@@ -63,6 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--batches", type=int, default=12)
+    args = parser.parse_args(argv)
+    spark = local_session()
     runs: dict[bool, list[int]] = {False: [], True: []}
     try:
         with tempfile.TemporaryDirectory() as tmp:
