@@ -297,7 +297,7 @@ def _window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figur
     if view.key == WHOLE_RUN:
         hints = figures.empty_figure(WHOLE_RUN_HINTS)
     elif not summaries.hints.is_empty():  # long evidence wraps to several lines
-        hints.update_layout(height=min(1200, 200 + 150 * len(summaries.hints)))
+        hints.update_layout(height=min(1200, 150 + 110 * len(summaries.hints)))
     return {
         "straggler-summary": figures.straggler_bars(summaries.straggler),
         "operator-summary": figures.operator_bars(summaries.operator),
@@ -613,6 +613,8 @@ def _counters(snapshot: Snapshot) -> str:
 
 
 _NOTE = {"color": "#555", "fontSize": "0.9em", "margin": "0.2em 0 0.6em"}
+#: Graphs the page shows first, in this order (then the streaming panel).
+_FIRST = ("hints", "activity-summary")
 
 
 def _caption(key: str) -> Any:
@@ -633,8 +635,8 @@ def _caption(key: str) -> Any:
 def _layout(snapshot: Snapshot) -> html.Div:
     # The stores start at this snapshot, so the first tick does not resend it.
     head = headline(snapshot, LATEST)
-    graphs = [
-        html.Section(
+    graphs = {
+        key: html.Section(
             [
                 dcc.Graph(id=key),
                 html.P(_caption(key), className="caption", style=_NOTE),
@@ -646,7 +648,7 @@ def _layout(snapshot: Snapshot) -> html.Div:
             else {},
         )
         for key, heading in GRAPHS.items()
-    ]
+    }
     return html.Div(
         [
             html.H1("sparktrail", style={"marginBottom": "0.1em"}),
@@ -681,9 +683,12 @@ def _layout(snapshot: Snapshot) -> html.Div:
             html.Div(id="communication-note", style=_NOTE),
             html.Div(
                 [
-                    graphs[0],
+                    # The hints first (what to change), then the run over
+                    # time and the streaming query's batches, then the rest.
+                    graphs["hints"],
+                    graphs["activity-summary"],
                     _stream_section(),
-                    *graphs[1:],
+                    *[g for k, g in graphs.items() if k not in _FIRST],
                     *[_table_section(key) for key in TABLES],
                 ],
                 style=_GRID,

@@ -145,3 +145,9 @@ def test_the_streaming_panel_shows_the_querys_batches(
         )
         assert any(name.endswith(" processed") for name in names)
         assert any(name.endswith(" addBatch") for name in names)
+        # AND the hints come first, above the charts (issue 12: at the top)
+        top = {
+            key: browser.find_element(By.ID, f"{key}-section").location["y"]
+            for key in ("hints", "activity-summary", "stream-progress")
+        }
+        assert top["hints"] < top["activity-summary"] < top["stream-progress"]
