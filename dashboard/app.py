@@ -123,6 +123,8 @@ WHOLE_RUN_TABLES = (
     "pick a window for its tables"
 )
 DEFAULT_HEIGHT = 420
+#: The hints panel's height when it holds a sentence instead of a table.
+EMPTY_HINTS_HEIGHT = 160
 WAITING = "waiting for the first window to close…"
 #: Windows the picker lists without a search (the newest).
 PICKER_WINDOWS = 200
@@ -296,6 +298,8 @@ def _window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figur
     hints = figures.hints_table(shown_hints(summaries.hints))
     if view.key == WHOLE_RUN:
         hints = figures.empty_figure(WHOLE_RUN_HINTS)
+    if len(hints.data) == 0:  # a sentence, first on the page: keep it short
+        hints.update_layout(height=EMPTY_HINTS_HEIGHT)
     elif not summaries.hints.is_empty():  # long evidence wraps to several lines
         hints.update_layout(height=min(1200, 150 + 110 * len(summaries.hints)))
     return {

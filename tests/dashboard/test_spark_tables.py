@@ -13,7 +13,7 @@ from sparktrail.dashboard.app import TABLES, WHOLE_RUN_TABLES, table_data
 from sparktrail.dashboard.snapshots import Snapshot, WindowView
 from sparktrail.dashboard.whole_run import whole_run_view
 from sparktrail.summaries.stage_stats import EXECUTOR_STATS, STAGE_STATS
-from tests.summaries.builders import MS, Trace
+from tests.summaries.builders import MS, Trace, balanced
 
 
 def two_stages() -> pl.DataFrame:
@@ -86,3 +86,21 @@ def test_table_data_of_a_window_and_of_the_live_whole_run() -> None:
     assert whole is not None
     notes = [note for _, note in table_data(snap, whole.key)]
     assert notes == [WHOLE_RUN_TABLES] * len(TABLES)
+
+
+def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
+    from sparktrail.dashboard.app import EMPTY_HINTS_HEIGHT, page_figures
+
+    s = summarize(balanced(), 100 * MS)
+    assert s.hints.filter(pl.col("severity") != "info").is_empty()
+    view = WindowView.held(0, 100 * MS, "w0", s, None)
+    snap = Snapshot(
+        source="t",
+        status="live",
+        live=True,
+        windows=(view,),
+        activity_by_window=s.activity_by_window,
+    )
+    hints = page_figures(snap, view.key)["hints"]
+    assert "no rebalancing hint" in hints.layout.annotations[0].text
+    assert hints.layout.height == EMPTY_HINTS_HEIGHT
