@@ -163,7 +163,11 @@ def _hotspot(
         "longest_other_ns": second,
         "predicted_stage_time_ns": predicted,
     }
-    join = _join_sides(ctx, task["stage_id"]) >= 2
+    # The plan node of a stable operator label names a join outright; older
+    # labels leave it to the shuffle stages the job read.
+    join = "Join" in str(task.get("operator") or "") or (
+        _join_sides(ctx, task["stage_id"]) >= 2
+    )
     if join:
         kind = "hotspot"
         fix = (

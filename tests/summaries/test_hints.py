@@ -443,3 +443,23 @@ def test_a_join_run_twice_is_one_operator_with_one_merged_hotspot():
     row, ev = only(s.hints, "hotspot")
     assert row["occurrences"] == 2 and row["stage_id"] in (2, 5)
     assert ev["operator"] == JOIN_OPERATORS[2] and ev["stages"] == [2, 5]
+
+
+def test_a_skewed_join_named_by_its_plan_node_gets_join_advice() -> None:
+    # GIVEN one stage of a join operator (its label names the join), one
+    # task with 20x the median records, and no other shuffle stage in view
+    t = Trace()
+    for p in range(6):
+        t.task(
+            f"exec-1/{p}",
+            0,
+            [("processing", 60 if p == 3 else 10)],
+            partition=p,
+            records=2000 if p == 3 else 100,
+            name="collect at app.py:7 · ShuffledHashJoin [key], [key], Inner",
+        )
+    hints = summarize(t.frame(), 60 * MS).hints
+    # THEN the finding is a join hotspot (AQE can split it), not an
+    # aggregation's unsplittable skew
+    kinds = hints["kind"].to_list()
+    assert "hotspot" in kinds and "skew_unsplittable" not in kinds
