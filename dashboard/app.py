@@ -384,6 +384,14 @@ def picker_options(
     return options
 
 
+def _clicked_data(click: object) -> object:
+    """The ``customdata`` of the first point of a Dash ``clickData``."""
+    points = click.get("points") if isinstance(click, dict) else None
+    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
+        return None
+    return points[0].get("customdata")
+
+
 def clicked_window(snapshot: Snapshot, click: object) -> str | None:
     """The picker value of the window a click on the over-time chart hit.
 
@@ -394,10 +402,7 @@ def clicked_window(snapshot: Snapshot, click: object) -> str | None:
     >>> clicked_window(Snapshot(source="t", status="s"), {"points": []}) is None
     True
     """
-    points = click.get("points") if isinstance(click, dict) else None
-    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
-        return None
-    data = points[0].get("customdata")
+    data = _clicked_data(click)
     start = window_start(data[1]) if isinstance(data, list) and len(data) > 1 else None
     view = snapshot.window(str(start)) if start is not None else None
     if view is None or view.start_ns != start:
@@ -414,10 +419,7 @@ def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
     >>> clicked_batch(Snapshot(source="t", status="s"), {"points": []}) is None
     True
     """
-    points = click.get("points") if isinstance(click, dict) else None
-    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
-        return None
-    data = points[0].get("customdata")
+    data = _clicked_data(click)
     ms = data[1] if isinstance(data, list) and len(data) > 1 else None
     if not isinstance(ms, int | float) or isinstance(ms, bool) or ms != ms:
         return None
