@@ -308,7 +308,7 @@ class LiveLoader:
     def __init__(
         self,
         trace_dir: str | Path,
-        window_ns: int,
+        window_ns: int | str,
         lateness_ns: int,
         cached_windows: int = CACHED_WINDOWS,
     ) -> None:
@@ -325,18 +325,21 @@ class LiveLoader:
 
     def _read_frames(self, start_ns: int) -> WindowFrames:
         assert self._pipeline is not None  # views exist once the pipeline does
-        window = self._pipeline.store.read_window(start_ns, self.window_ns)
+        window = self._pipeline.store.read_window(start_ns, self._pipeline.fixed_ns)
         return WindowFrames(window.summaries, window.cp)
 
-    def _view(self, start_ns: int) -> WindowView:
-        end_ns = start_ns + self.window_ns
+    def _view(self, start_ns: int, end_ns: int) -> WindowView:
         frames = functools.partial(self._frames.get, start_ns)
         return WindowView(start_ns, end_ns, closed_label(start_ns, end_ns), frames)
 
     def _start(self) -> OnlinePipeline:
         pipeline = OnlinePipeline(self.trace_dir, self.window_ns, self.lateness_ns)
         starts = pipeline.store.window_starts()
-        self._windows = tuple(self._view(start) for start in starts)
+        w = pipeline.fixed_ns
+        self._windows = tuple(
+            self._view(s, s + w if w is not None else pipeline.store.window_end(s))
+            for s in starts
+        )
         self._activity = read_activity(pipeline.store, starts)
         return pipeline
 
@@ -362,7 +365,7 @@ class LiveLoader:
             for window in closed:
                 frames = WindowFrames(window.summaries, window.cp)
                 self._frames.put(window.start_ns, frames)
-            self._windows += tuple(self._view(w.start_ns) for w in closed)
+            self._windows += tuple(self._view(w.start_ns, w.end_ns) for w in closed)
             self._activity = append_rows(
                 self._activity, [w.summaries.activity_by_window for w in closed]
             )

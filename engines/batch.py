@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -11,6 +11,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
+from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import coarse_range, to_trace_rows
@@ -20,15 +21,20 @@ from sparktrail.summaries.result import HintOptions, Summaries
 
 __all__ = [
     "BATCH_ROWS",
+    "MICRO_BATCHES",
     "Progress",
     "micro_batch_bounds",
     "summarize",
     "summarize_micro_batches",
+    "trigger_times",
     "window_batches",
 ]
 
 #: Trace rows starting in one batch of windows.
 BATCH_ROWS = 1_000_000
+#: The window length that asks for a window per streaming micro-batch
+#: (``--window batch``), wherever a window length is taken.
+MICRO_BATCHES = "batch"
 #: ``progress(batches_done, batches)`` after each batch.
 Progress = Callable[[int, int], None]
 
@@ -187,12 +193,27 @@ def micro_batch_bounds(trace: Trace) -> list[int]:
     if trace.frame.is_empty():
         return []
     first, last = trace_extent(trace.frame)
-    ends = [b.trigger_end_ns for b in trace.context.batches]
     starts = [b.timestamp_ns for b in trace.context.batches]
-    inner = sorted({t for t in (*starts, *ends) if t is not None and first < t <= last})
     if not any(s is not None and first < s <= last for s in starts):
         return []
+    inner = [t for t in trigger_times(trace.context.batches) if first < t <= last]
     return [first, *inner, last + 1]
+
+
+def trigger_times(batches: Sequence[StreamBatch]) -> list[int]:
+    """The micro-batches' trigger starts and ends, sorted, each once.
+
+    These are the window boundaries of ``--window batch``
+    (:func:`micro_batch_bounds`; the online pipeline's too). A batch whose
+    progress lacks a time adds nothing.
+
+    >>> from sparktrail.pag.streams import StreamBatch
+    >>> trigger_times([StreamBatch("q", timestamp_ns=2_000_000,
+    ...     duration_ms={"triggerExecution": 1}), StreamBatch("q")])
+    [2000000, 3000000]
+    """
+    times = {b.timestamp_ns for b in batches} | {b.trigger_end_ns for b in batches}
+    return sorted(t for t in times if t is not None)
 
 
 def summarize_micro_batches(

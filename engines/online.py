@@ -11,6 +11,17 @@ Assumptions
 * Windows are ``[k * window_ns, (k + 1) * window_ns)``: multiples of the
   window length since the Unix epoch, the windows
   :func:`~sparktrail.pag.critical_participation` uses by default.
+  With ``window_ns`` = :data:`~sparktrail.engines.batch.MICRO_BATCHES`
+  (``--window batch``) they are a Structured Streaming query's
+  micro-batches and the waits between them, as ``profile --window batch``
+  cuts them (:func:`~sparktrail.engines.batch.micro_batch_bounds`): their
+  boundaries are the triggers' starts and ends in the context of the
+  newest trace file. A boundary is known once its batch's progress event
+  was traced, so a window closes when the watermark has passed a known
+  boundary after it; until the first micro-batch is traced, none closes
+  (``final`` closes what is left as one window). A batch's progress must
+  arrive within the lateness too: a boundary that turns up inside the
+  closed range is ignored.
 * A trace row arrives at most ``lateness_ns`` after the latest event seen
   when it arrives. A later row whose time lies in a closed window is
   counted in ``late_rows`` and kept only for the windows still open.
@@ -69,6 +80,7 @@ the new files by name, and ``edge_index`` follows the consumption order.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import warnings
 from dataclasses import dataclass
@@ -98,6 +110,7 @@ from sparktrail.pag.windows import (
 from sparktrail.summaries.finish import summaries_from_cp
 from sparktrail.summaries.result import HintOptions
 
+from .batch import MICRO_BATCHES, trigger_times
 from .store import StoredWindow, WindowStore, store_dir
 
 __all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
@@ -126,6 +139,17 @@ def _trace_paths(root: Path) -> list[Path]:
             if f.endswith(TRACE_SUFFIX) and not f.startswith(".")
         )
     return sorted(found)
+
+
+def _windows_text(window_ns: object) -> str:
+    """What a checkpoint's ``window_ns`` means, for a message.
+
+    >>> _windows_text(1_000_000_000), _windows_text("batch")
+    ('windows of 1000000000 ns', 'a window per micro-batch')
+    """
+    if window_ns == MICRO_BATCHES:
+        return "a window per micro-batch"
+    return f"windows of {window_ns} ns"
 
 
 class TraceFileWarning(UserWarning):
@@ -157,7 +181,9 @@ class OnlinePipeline:
     trace_dir
         Directory the trace files land in (need not exist yet).
     window_ns
-        Window length in nanoseconds (> 0).
+        Window length in nanoseconds (> 0), or
+        :data:`~sparktrail.engines.batch.MICRO_BATCHES` for a window per
+        streaming micro-batch (see "Assumptions").
     lateness_ns
         How far behind the latest event a row may still arrive (>= 0).
     options
@@ -179,11 +205,12 @@ class OnlinePipeline:
     def __init__(
         self,
         trace_dir: str | Path,
-        window_ns: int,
+        window_ns: int | str,
         lateness_ns: int,
         options: HintOptions | None = None,
     ) -> None:
-        window_ns, _ = check_window(window_ns, None)
+        if window_ns != MICRO_BATCHES:
+            window_ns, _ = check_window(window_ns, None)  # type: ignore[arg-type]
         if lateness_ns < 0:
             raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
         self.trace_dir = Path(trace_dir)
@@ -210,6 +237,11 @@ class OnlinePipeline:
         self._resume()
 
     # -- state -------------------------------------------------------------
+
+    @property
+    def fixed_ns(self) -> int | None:
+        """The fixed window length, or ``None`` for micro-batch windows."""
+        return None if self.window_ns == MICRO_BATCHES else int(self.window_ns)
 
     @property
     def corrupt_files(self) -> int:
@@ -240,9 +272,9 @@ class OnlinePipeline:
             return
         self._load_checkpoint(checkpoint)
         starts = self.store.window_starts()
-        if starts and self._closing_until is None:
+        if starts and self._closing_until is None and self.fixed_ns is not None:
             # An older sparktrail wrote windows before their checkpoint.
-            end = starts[-1] + self.window_ns
+            end = starts[-1] + self.fixed_ns
             if self._closed_until is None or end > self._closed_until:
                 self._closed_until = end
         self._reread_open_files()
@@ -255,8 +287,9 @@ class OnlinePipeline:
             )
         if data["window_ns"] != self.window_ns:
             raise InputError(
-                f"{path}: the store holds windows of {data['window_ns']} ns, not "
-                f"{self.window_ns} ns; use that window or remove {self.store.root}"
+                f"{path}: the store holds {_windows_text(data['window_ns'])}, not "
+                f"{_windows_text(self.window_ns)}; use that window or remove "
+                f"{self.store.root}"
             )
         self._files = {name: _FileEntry(**e) for name, e in data["files"].items()}
         self._corrupt = dict(data["corrupt"])
@@ -270,7 +303,12 @@ class OnlinePipeline:
         self.failed_windows = int(data["failed_windows"])
 
     def _reread_open_files(self) -> None:
-        """Rebuild the buffer from consumed files that may touch open windows."""
+        """Rebuild the buffer from consumed files that may touch open windows,
+        and the context from the newest consumed file."""
+        newest = max(self._files, key=lambda n: self._files[n].offset, default=None)
+        if newest is not None:
+            with contextlib.suppress(TraceError, OSError):
+                self._context = read_context(self.trace_dir / newest)
         for name, entry in list(self._files.items()):
             path = self.trace_dir / name
             if not path.is_file() or path.stat().st_size != entry.size:
@@ -395,36 +433,63 @@ class OnlinePipeline:
         for name, path, size in new:
             self._consume(name, path, size)
         if self._last is not None:
-            w = self.window_ns
-            if final:
-                until = _ceil(self._last, w)
-            else:
-                until = _floor(self._last - self.lateness_ns, w)
-            if until > self._open_from():
+            until = self._close_until(final)
+            if until is not None and until > self._open_from():
                 return closed + self._close_range(until)
         if new:  # nothing to close, but a restart need not read them again
             self.store.write_checkpoint(self.checkpoint())
         return closed
+
+    def _close_until(self, final: bool) -> int | None:
+        """Where the windows the watermark passed end (``None``: nowhere yet)."""
+        assert self._last is not None
+        w = self.fixed_ns
+        if w is not None:
+            if final:
+                return _ceil(self._last, w)
+            return _floor(self._last - self.lateness_ns, w)
+        if final:
+            return self._last + 1  # as micro_batch_bounds ends the last window
+        watermark = self._last - self.lateness_ns
+        passed = [t for t in self._boundaries() if t <= watermark]
+        return passed[-1] if passed else None
+
+    def _boundaries(self) -> list[int]:
+        """Micro-batch boundaries after the first event (see "Assumptions")."""
+        assert self._first is not None
+        first = self._first
+        return [t for t in trigger_times(self._context.batches) if t > first]
 
     def _open_from(self) -> int:
         """Start of the first window not closed yet (once a row was read)."""
         if self._closed_until is not None:
             return self._closed_until
         assert self._first is not None
-        return _floor(self._first, self.window_ns)
+        if self.fixed_ns is None:
+            return self._first
+        return _floor(self._first, self.fixed_ns)
+
+    def _windows_before(self, rows: pl.DataFrame, until: int) -> list[tuple[int, int]]:
+        """The windows from the first open one to ``until``, as (start, end)."""
+        lo = self._open_from()
+        w = self.fixed_ns
+        if w is not None:
+            return [(ts, ts + w) for ts in listed_windows(rows, w, lo, until)]
+        inner = [t for t in self._boundaries() if lo < t < until]
+        return list(itertools.pairwise([lo, *inner, until]))
 
     def _close_range(self, until: int, *, resumed: bool = False) -> list[ClosedWindow]:
         """Close every window before ``until``; see "Restart" above."""
         rows = self._rows if self._rows is not None else pl.DataFrame()
-        starts = listed_windows(rows, self.window_ns, self._open_from(), until)
+        windows = self._windows_before(rows, until)
         self._closing_until = until
-        if starts and not resumed:
+        if windows and not resumed:
             self.store.write_checkpoint(self.checkpoint())
         closed = []
-        for ts in starts:
+        for ts, te in windows:
             if self.store.has_window(ts):  # written before a crash
                 continue
-            window = self._close(rows, ts)
+            window = self._close(rows, ts, te)
             if window is not None:
                 self.store.write_window(window)
                 closed.append(window)
@@ -435,15 +500,16 @@ class OnlinePipeline:
         self.store.write_checkpoint(self.checkpoint())
         return closed
 
-    def _close(self, rows: pl.DataFrame, ts: int) -> ClosedWindow | None:
+    def _close(self, rows: pl.DataFrame, ts: int, te: int) -> ClosedWindow | None:
         assert self._first is not None and self._last is not None
-        te = ts + self.window_ns
+        if rows.is_empty():
+            return None
         try:
             # Origin ts: only this window is kept (clipped rows may open a
             # pathless neighbour; its ``windows`` frame says if it has paths).
             cp, near = batch_cp(
                 rows,
-                self.window_ns,
+                te - ts,
                 ts,
                 ts,
                 te,
@@ -459,7 +525,7 @@ class OnlinePipeline:
         if cp.is_empty():
             return None
         trace = Trace(near, self._context)
-        summaries = summaries_from_cp(cp, trace, self.window_ns, ts, self.options)
+        summaries = summaries_from_cp(cp, trace, te - ts, ts, self.options)
         return ClosedWindow(
             start_ns=ts,
             end_ns=te,

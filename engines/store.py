@@ -45,7 +45,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.summaries.frames import SUMMARY_FRAMES
-from sparktrail.summaries.result import Summaries
+from sparktrail.summaries.result import Summaries, saved_window
 
 __all__ = [
     "STORE_DIR",
@@ -229,15 +229,28 @@ class WindowStore:
                 continue
         return sorted(starts)
 
-    def read_window(self, start_ns: int, window_ns: int) -> StoredWindow:
-        """Read the window starting at ``start_ns`` (``window_ns`` long)."""
+    def read_window(self, start_ns: int, window_ns: int | None = None) -> StoredWindow:
+        """Read the window starting at ``start_ns``.
+
+        ``window_ns`` is its length; by default the length it was stored
+        with (windows of ``--window batch`` differ in length).
+        """
         folder = self.windows_dir / str(start_ns)
+        summaries = Summaries.load(folder, window_ns=window_ns, origin_ns=start_ns)
         return StoredWindow(
             start_ns=start_ns,
-            end_ns=start_ns + window_ns,
+            end_ns=start_ns + summaries.window_ns,
             cp=pl.read_parquet(folder / CP_FILE),
-            summaries=Summaries.load(folder, window_ns=window_ns, origin_ns=start_ns),
+            summaries=summaries,
         )
+
+    def window_end(self, start_ns: int) -> int:
+        """The end of the stored window starting at ``start_ns``.
+
+        Reads only what the window was stored with, not its frames.
+        """
+        folder = self.windows_dir / str(start_ns)
+        return start_ns + saved_window(folder)[0]
 
     def read_checkpoint(self) -> dict[str, Any] | None:
         """The checkpoint as a dict, or ``None`` when there is none yet."""

@@ -43,6 +43,7 @@ __all__ = [
     "WINDOW_NS_KEY",
     "HintOptions",
     "Summaries",
+    "saved_window",
 ]
 
 #: Parquet metadata keys of ``windows.parquet`` that hold the window length
@@ -316,6 +317,25 @@ def _saved_context(path: Path) -> AppContext:
         return AppContext.from_json(text)
     except InputError as err:
         raise InputError(f"{path}: {err}") from err
+
+
+def saved_window(folder: str | os.PathLike[str]) -> tuple[int, int]:
+    """``(window_ns, origin_ns)`` of the summaries :meth:`Summaries.save`
+    wrote to ``folder``, reading no more than it must.
+
+    >>> import tempfile
+    >>> from sparktrail import summarize
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     saved_window(summarize(t, 4).save(d))
+    (4, 0)
+    """
+    path = Path(folder) / "windows.parquet"
+    meta = pl.read_parquet_metadata(path)
+    if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
+        return _saved_window(path, pl.DataFrame())
+    return _saved_window(path, pl.read_parquet(path))
 
 
 def _saved_window(path: Path, windows: pl.DataFrame) -> tuple[int, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sparktrail.engines.batch import MICRO_BATCHES
+
 from ._units import parse_duration_ns, parse_lateness_ns
 
 __all__ = [
@@ -32,7 +34,7 @@ INPUT_SUFFIXES = (
 
 
 #: ``--window batch``: one window per Structured Streaming micro-batch.
-BATCH_WINDOWS = "batch"
+BATCH_WINDOWS = MICRO_BATCHES
 
 
 def _window_or_batch(text: str) -> int | str:

@@ -1,8 +1,9 @@
 """``sparktrail live TRACE_DIR``: profile a trace directory as it grows.
 
 Follows TRACE_DIR, closes each window once the watermark (latest event
-minus ``--lateness``) has passed its end, and appends its CP, summaries and
-hints to ``TRACE_DIR/.sparktrail/store/`` (see
+minus ``--lateness``) has passed its end (``--window batch``: a window
+per Structured Streaming micro-batch and per wait between two), and
+appends its CP, summaries and hints to ``TRACE_DIR/.sparktrail/store/`` (see
 :mod:`sparktrail.engines.store`). ``--once`` processes what is there and
 exits; Ctrl-C stops.
 
@@ -41,7 +42,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("trace_dir", type=Path, help="directory of *.arrow files")
-    add_window(parser)
+    add_window(parser, batches=True)
     add_lateness(parser)
     parser.add_argument(
         "--poll",
@@ -67,7 +68,8 @@ def _report(window: ClosedWindow) -> str:
     top = window.summaries.activity.head(1).rows(named=True)
     lead = f"{top[0]['activity']} {top[0]['cp_share']:.0%}" if top else "no path"
     hints = len(window.summaries.hints)
-    return f"window {start:%H:%M:%S.%f} UTC: {lead}, {hints} hint(s)"
+    length = (window.end_ns - window.start_ns) / 1e9
+    return f"window {start:%H:%M:%S.%f} UTC ({length:g} s): {lead}, {hints} hint(s)"
 
 
 def run(args: argparse.Namespace) -> int:

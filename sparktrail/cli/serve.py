@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--report", type=Path, metavar="OUT_DIR", help="a `sparktrail profile` output"
     )
-    add_window(parser)
+    add_window(parser, batches=True)
     add_lateness(parser)
     add_server(parser)
     parser.set_defaults(run=run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,7 @@ from sparktrail.dashboard.app import GRAPHS, page_figures
 from sparktrail.dashboard.snapshots import LATEST, load_report
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
+from sparktrail.summaries import Summaries
 from sparktrail.synthetic import barrier_trace
 
 
@@ -63,3 +65,31 @@ def test_a_profile_output_loads_as_a_finished_snapshot(
     # AND the critical timeline has the busiest window's CP rows to draw
     assert snapshot.windows[0].cp is not None and len(snapshot.windows[0].cp) > 0
     assert len(figures["critical-timeline"].data) > 0
+
+
+def test_live_window_batch_stores_profile_window_batch_windows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.paths import EVENTLOGS
+
+    log = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+    if not log.exists():
+        pytest.skip(f"{log} is missing")
+    # GIVEN a Structured Streaming log imported to a trace directory
+    trace = tmp_path / "trace"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["import", str(log), "-o", str(trace)]) == 0
+        # WHEN live cuts it by micro-batch, and profile does too
+        assert main(["live", str(trace), "--window", "batch", "--once", "--final"]) == 0
+        assert (
+            main(["profile", str(trace), "--window", "batch", "-o", str(tmp_path)]) == 0
+        )
+    # THEN the store holds profile's windows, each printed with its length
+    store = WindowStore(store_dir(trace))
+    stored = [(s, store.window_end(s)) for s in store.window_starts()]
+    windows = Summaries.load(tmp_path / "summaries").windows.sort("window_start_ns")
+    assert stored == windows.select("window_start_ns", "window_end_ns").rows()
+    captured = capsys.readouterr()
+    assert f"{len(stored)} window(s) closed" in captured.err
+    assert "UTC (0.351 s): " in captured.out
