@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--minutes", type=float, default=3.0, help="with --serve: workload length"
     )
-    add_window(parser)
+    add_window(parser, batches=True)
     add_lateness(parser)
     add_server(parser)
     parser.set_defaults(run=run)

@@ -13,8 +13,9 @@ that falls behind shows it in Spark's own rates before any activity does.
   in ``backlog / (pi x rate per slot - input rate)``.
 * ``trigger_bound``: most batches run longer than the trigger interval,
   so the query starts each batch late. Spark's progress does not state
-  the interval; it is inferred as the median spacing of batch starts that
-  followed a wait.
+  the interval; it is inferred from the spacing of batch starts that
+  followed a wait, each a whole number of intervals (a processing-time
+  trigger starts a batch at the first tick after its predecessor ends).
 * ``planning_bound``: the trigger's time outside ``addBatch`` (query
   planning, getting the batch, offsets and the write-ahead log) is a large
   share of each trigger.
@@ -47,6 +48,10 @@ from ._common import Context, Hint, saving_severity
 
 __all__ = ["planning_bound", "stream_backlog", "trigger_bound"]
 
+#: How far a batch may start after its trigger's tick (scheduling jitter).
+SPACING_SLACK_NS = 50_000_000
+#: The most trigger ticks one start spacing is taken to span.
+MAX_TICKS = 64
 #: ``durationMs`` keys spent outside running the batch's jobs.
 PLANNING_KEYS = (
     "queryPlanning",
@@ -174,16 +179,39 @@ def stream_backlog(ctx: Context) -> list[Hint]:
 
 
 def _trigger_interval_ns(batches: Sequence[StreamBatch]) -> int | None:
-    """Median start spacing of batches whose predecessor ended before them
-    (so the trigger, not the batch, set the start)."""
-    gaps = []
+    """The trigger interval the batches' starts fit.
+
+    A processing-time trigger starts a batch at the first tick (a multiple
+    of the interval) after its predecessor ended, so the start spacing of
+    two batches with a wait between them is a whole number of intervals:
+    one when the batch fit in its trigger, more when it outlasted it. The
+    interval is the largest length of which every such spacing is a
+    multiple (to :data:`SPACING_SLACK_NS`, Spark's start jitter).
+    ``None`` with fewer than two such spacings.
+
+    >>> b = lambda at, took: StreamBatch("q", timestamp_ns=at * 10**9,
+    ...     duration_ms={"triggerExecution": took})
+    >>> _trigger_interval_ns([b(0, 5300), b(6, 6200), b(13, 5300), b(19, 100)])
+    1000000000
+    """
+    spacings = []
     for before, after in itertools.pairwise(batches):
         end = before.trigger_end_ns
         if end is None or before.timestamp_ns is None or after.timestamp_ns is None:
             continue
         if after.timestamp_ns > end:
-            gaps.append(after.timestamp_ns - before.timestamp_ns)
-    return int(statistics.median(gaps)) if len(gaps) >= 2 else None
+            spacings.append(after.timestamp_ns - before.timestamp_ns)
+    if len(spacings) < 2:
+        return None
+    shortest = min(spacings)
+    for ticks in range(1, MAX_TICKS + 1):
+        interval = shortest / ticks
+        if interval < 2 * SPACING_SLACK_NS:
+            break
+        ticked = [(s, max(1, round(s / interval))) for s in spacings]
+        if all(abs(s - n * interval) <= SPACING_SLACK_NS for s, n in ticked):
+            return int(statistics.median([s / n for s, n in ticked]))
+    return int(statistics.median(spacings))
 
 
 def trigger_bound(ctx: Context) -> list[Hint]:

@@ -112,6 +112,22 @@ def test_batches_longer_than_their_trigger_are_trigger_bound() -> None:
     assert "took longer than its trigger interval" in str(hint["action"])
 
 
+def test_batches_that_wait_for_a_later_tick_are_trigger_bound() -> None:
+    # GIVEN a 1 s trigger and batches of 5.3-6.2 s: each waits for the next
+    # whole second after it ends, so starts are 6 or 7 s apart
+    took = [5300, 6200, 5300, 5300, 6200, 5300]
+    stream = list(batches([(1000, 1000)] * 6, trigger_ms=took))
+    start = 0
+    for i, ms in enumerate(took):
+        stream[i] = StreamBatch(**{**stream[i].__dict__, "timestamp_ns": start})
+        start += -(-ms // 1000) * S + 7_000_000  # the next tick, a little after
+    hint = only(hints_for(tuple(stream)), "trigger_bound")
+    evidence = json.loads(str(hint["evidence"]))
+    # THEN the interval is the 1 s the spacings are multiples of, not 6 s
+    assert evidence["trigger_interval_ns"] == pytest.approx(S, rel=0.01)
+    assert evidence["batches_late"] == 6
+
+
 def test_planning_most_of_the_trigger_is_planning_bound() -> None:
     stream = batches(
         [(100, 1000)] * 5,
