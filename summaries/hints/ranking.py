@@ -6,7 +6,10 @@
   follows from that share (``saving_severity``): a hint that saves under
   2% is ``info``, kept in the frame (and ``--json``) but not shown. A rule
   that sets ``saving_share`` itself (``idle_capacity``,
-  whose saving is capacity, not wall time) keeps it.
+  whose saving is capacity, not wall time) keeps it. A hint on a stage
+  of a Structured Streaming query's micro-batch takes its share of the
+  query's busy time instead (its batches' trigger time): such a run
+  lasts until the query is stopped, so its wall time says nothing.
 * Findings of one kind on one operator (the same call site in several
   stages, DESIGN §8) become one hint: the one that saves most, with
   ``occurrences``, the stages, and the summed share and saving.
@@ -21,9 +24,14 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ._common import Context, Hint, saving_severity
-from .over_time import operator_keys, stage_batches
+from .over_time import operator_keys, stage_batches, streaming_busy_ns
 
-__all__ = ["finish_hints", "merge_repeats", "without_static_fixes"]
+__all__ = [
+    "finish_hints",
+    "merge_repeats",
+    "on_streaming_stages",
+    "without_static_fixes",
+]
 
 #: Kinds that name a stage and repeat when an operator runs again.
 STAGE_KINDS = frozenset(
@@ -178,8 +186,25 @@ def without_static_fixes(hints: list[Hint]) -> list[Hint]:
     ]
 
 
+def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
+    """``hints`` whose stage ran in a streaming query's micro-batch with
+    their saving a share of the query's busy time
+    (:func:`~sparktrail.summaries.hints.over_time.streaming_busy_ns`), not of
+    the run, which lasts until the query is stopped."""
+    if not ctx.app.batches:
+        return hints
+    stages = {h.stage_id for h in hints if h.stage_id is not None}
+    busy = {stage: streaming_busy_ns(ctx, [stage]) for stage in stages}
+    return [
+        replace(h, share_of_ns=busy[h.stage_id])
+        if h.stage_id is not None and h.share_of_ns is None and busy[h.stage_id]
+        else h
+        for h in hints
+    ]
+
+
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
-    kept = without_static_fixes(hints)
+    kept = on_streaming_stages(ctx, without_static_fixes(hints))
     finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in kept]
     return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))

@@ -119,3 +119,34 @@ def test_a_streaming_querys_merged_hint_names_its_batches_and_busy_time() -> Non
     assert skew["saving_share"] == pytest.approx(
         skew["predicted_saving_ns"] / (300 * MS)
     )
+
+
+def test_a_static_hotspot_in_a_streaming_query_is_a_share_of_its_batches() -> None:
+    from sparktrail.pag.context import AppContext, JobSpan
+    from sparktrail.pag.streams import StreamBatch
+    from sparktrail.pag.trace import Trace as WithContext
+    from sparktrail.pag.trace import load_trace
+
+    # GIVEN a hot partition that stays, in micro-batches of 100 ms triggers
+    frame = runs([2, 2, 2, 2])
+    app = AppContext(
+        jobs=tuple(JobSpan(j, query_id="q", batch_id=j) for j in range(4)),
+        batches=tuple(
+            StreamBatch("q", batch_id=j, duration_ms={"triggerExecution": 100})
+            for j in range(4)
+        ),
+    )
+    plain = summarize(frame, 200 * MS).hints
+    streaming = summarize(WithContext(load_trace(frame).frame, app), 200 * MS).hints
+    # THEN the same static findings, each saving a share of the 400 ms the
+    # query's batches took rather than of the run's wall time
+    static = pl.col("kind").is_in(["hotspot", "skew_unsplittable"])
+    before = plain.filter(static).sort("kind", "stage_id")
+    after = streaming.filter(static).sort("kind", "stage_id")
+    assert len(after) > 0
+    assert after["predicted_saving_ns"].to_list() == pytest.approx(
+        before["predicted_saving_ns"].to_list()
+    )
+    assert after["saving_share"].to_list() == pytest.approx(
+        (after["predicted_saving_ns"] / (400 * MS)).to_list()
+    )
