@@ -13,9 +13,11 @@ that falls behind shows it in Spark's own rates before any activity does.
   in ``backlog / (pi x rate per slot - input rate)``.
 * ``trigger_bound``: most batches run longer than the trigger interval,
   so the query starts each batch late. Spark's progress does not state
-  the interval; it is inferred from the spacing of batch starts that
-  followed a wait, each a whole number of intervals (a processing-time
-  trigger starts a batch at the first tick after its predecessor ends).
+  the interval; it is inferred from the starts of the batches that waited
+  for their trigger, which lie on its multiples (a processing-time trigger
+  starts a batch at the next tick, or at once when its predecessor
+  outlasted the interval). Batches that all run back to back do not show
+  it, and get no ``trigger_bound``.
 * ``planning_bound``: the trigger's time outside ``addBatch`` (query
   planning, getting the batch, offsets and the write-ahead log) is a large
   share of each trigger.
@@ -41,6 +43,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sparktrail.pag.streams import StreamBatch
 
@@ -48,10 +51,17 @@ from ._common import Context, Hint, saving_severity
 
 __all__ = ["planning_bound", "stream_backlog", "trigger_bound"]
 
+MS = 1_000_000
 #: How far a batch may start after its trigger's tick (scheduling jitter).
 SPACING_SLACK_NS = 50_000_000
 #: The most trigger ticks one start spacing is taken to span.
 MAX_TICKS = 64
+#: Batches that waited for a tick needed to infer the interval.
+MIN_WAITED = 3
+#: Trigger intervals inferred are multiples of this many ms.
+ROUND_MS = 50
+#: The shortest trigger interval inferred: shorter ones fit any start.
+MIN_INTERVAL_NS = 10 * SPACING_SLACK_NS
 #: ``durationMs`` keys spent outside running the batch's jobs.
 PLANNING_KEYS = (
     "queryPlanning",
@@ -178,40 +188,99 @@ def stream_backlog(ctx: Context) -> list[Hint]:
     return hints
 
 
-def _trigger_interval_ns(batches: Sequence[StreamBatch]) -> int | None:
-    """The trigger interval the batches' starts fit.
+@dataclass(frozen=True)
+class _Starts:
+    """How a query's batches started, as the trigger interval shows in it."""
 
-    A processing-time trigger starts a batch at the first tick (a multiple
-    of the interval) after its predecessor ended, so the start spacing of
-    two batches with a wait between them is a whole number of intervals:
-    one when the batch fit in its trigger, more when it outlasted it. The
-    interval is the largest length of which every such spacing is a
-    multiple (to :data:`SPACING_SLACK_NS`, Spark's start jitter).
-    ``None`` with fewer than two such spacings.
+    #: Starts of the batches that waited for a tick after their
+    #: predecessor ended.
+    waited: list[int]
+    #: The longest of those waits.
+    longest_wait: int
+    #: (start, end) of each batch the next one started right after: the
+    #: next tick after its start had passed when it ended.
+    outlasted: list[tuple[int, int]]
 
-    >>> b = lambda at, took: StreamBatch("q", timestamp_ns=at * 10**9,
-    ...     duration_ms={"triggerExecution": took})
-    >>> _trigger_interval_ns([b(0, 5300), b(6, 6200), b(13, 5300), b(19, 100)])
-    1000000000
-    """
-    spacings = []
+
+def _starts(batches: Sequence[StreamBatch]) -> _Starts:
+    waited, outlasted, longest = [], [], 0
     for before, after in itertools.pairwise(batches):
         end = before.trigger_end_ns
         if end is None or before.timestamp_ns is None or after.timestamp_ns is None:
             continue
-        if after.timestamp_ns > end:
-            spacings.append(after.timestamp_ns - before.timestamp_ns)
-    if len(spacings) < 2:
+        wait = after.timestamp_ns - end
+        if wait > SPACING_SLACK_NS:
+            waited.append(after.timestamp_ns)
+            longest = max(longest, wait)
+        else:
+            outlasted.append((before.timestamp_ns, end))
+    return _Starts(waited, longest, outlasted)
+
+
+def _ticks_off(times: Sequence[int], interval: int) -> int:
+    """How far the farthest of ``times`` lies from a multiple of ``interval``."""
+    return max(min(t % interval, interval - t % interval) for t in times)
+
+
+def _on_ticks(starts: Sequence[int], estimate_ns: float) -> int | None:
+    """The interval (a multiple of :data:`ROUND_MS`) within the slack of
+    ``estimate_ns`` whose multiples ``starts`` lie nearest (Spark's ticks
+    are multiples of the interval since the epoch), if they lie within the
+    slack of them. Intervals are taken to be round: two or three starts
+    lie near the multiples of some length within the slack by chance."""
+    centre = round(estimate_ns / MS)
+    span = SPACING_SLACK_NS // MS
+    low = -(-(centre - span) // ROUND_MS) * ROUND_MS
+    candidates = [ms for ms in range(low, centre + span + 1, ROUND_MS) if ms > 0]
+    if not candidates:
         return None
-    shortest = min(spacings)
+    best = min(
+        candidates, key=lambda ms: (_ticks_off(starts, ms * MS), abs(ms - centre))
+    )
+    return best * MS if _ticks_off(starts, best * MS) <= SPACING_SLACK_NS else None
+
+
+def _trigger_interval_ns(batches: Sequence[StreamBatch]) -> int | None:
+    """The processing-time trigger interval the batches' starts fit, or
+    ``None`` when they do not show it.
+
+    Spark starts a batch at the first multiple of the interval (since the
+    epoch) after its predecessor's start, or at once when its predecessor
+    outlasted the interval. So the batches that waited after their
+    predecessor ended start on ticks: the interval is the longest whose
+    multiples all of them lie on (to :data:`SPACING_SLACK_NS`, Spark's
+    start jitter), that is longer than every such wait, and whose next
+    tick had passed when each batch followed at once ended. Batches that
+    all run back to back do not show it (Spark's default trigger runs them
+    so).
+
+    >>> b = lambda at_ms, took: StreamBatch("q", timestamp_ns=at_ms * 10**6,
+    ...     duration_ms={"triggerExecution": took})
+    >>> t = 1_795_000_000_000  # ms since the epoch, on a tick
+    >>> _trigger_interval_ns([b(t, 400), b(t + 1_002, 2500), b(t + 3_507, 300),
+    ...     b(t + 4_001, 200), b(t + 5_003, 100)])
+    1000000000
+    >>> _trigger_interval_ns([b(t, 400), b(t + 405, 400), b(t + 810, 400)]) is None
+    True
+    """
+    seen = _starts(batches)
+    if len(seen.waited) < MIN_WAITED:
+        return None
+    gaps = [b - a for a, b in itertools.pairwise(seen.waited)]
     for ticks in range(1, MAX_TICKS + 1):
-        interval = shortest / ticks
-        if interval < 2 * SPACING_SLACK_NS:
+        guess = min(gaps) / ticks
+        if guess < MIN_INTERVAL_NS or guess < seen.longest_wait - SPACING_SLACK_NS:
             break
-        ticked = [(s, max(1, round(s / interval))) for s in spacings]
-        if all(abs(s - n * interval) <= SPACING_SLACK_NS for s, n in ticked):
-            return int(statistics.median([s / n for s, n in ticked]))
-    return int(statistics.median(spacings))
+        counted = [(g, max(1, round(g / guess))) for g in gaps]
+        if any(abs(g - n * guess) > 2 * SPACING_SLACK_NS for g, n in counted):
+            continue
+        found = _on_ticks(seen.waited, statistics.median([g / n for g, n in counted]))
+        if found is not None and all(
+            (start // found + 1) * found <= end + SPACING_SLACK_NS
+            for start, end in seen.outlasted
+        ):
+            return found
+    return None
 
 
 def trigger_bound(ctx: Context) -> list[Hint]:

@@ -112,20 +112,44 @@ def test_batches_longer_than_their_trigger_are_trigger_bound() -> None:
     assert "took longer than its trigger interval" in str(hint["action"])
 
 
-def test_batches_that_wait_for_a_later_tick_are_trigger_bound() -> None:
-    # GIVEN a 1 s trigger and batches of 5.3-6.2 s: each waits for the next
-    # whole second after it ends, so starts are 6 or 7 s apart
-    took = [5300, 6200, 5300, 5300, 6200, 5300]
-    stream = list(batches([(1000, 1000)] * 6, trigger_ms=took))
+def spark_starts(took: list[int], trigger_ms: int, at_ms: int) -> list[int]:
+    """Starts (ns) as Spark's processing-time trigger gives them: the next
+    tick after the previous start, or at once (5 ms on) after a late batch."""
+    starts = [at_ms]
+    for ms in took[:-1]:
+        tick = (starts[-1] // trigger_ms + 1) * trigger_ms
+        starts.append(max(tick + 3, starts[-1] + ms + 5))
+    return [s * MS for s in starts]
+
+
+@pytest.mark.parametrize("trigger_ms", [1000, 2500])
+def test_late_batches_among_punctual_ones_are_trigger_bound(trigger_ms: int) -> None:
+    # GIVEN a processing-time trigger and batches mostly longer than it:
+    # the late ones start right after their predecessor, the others wait
+    factors = (0.4, 2.5, 1.7, 0.3, 1.3, 2.2, 0.6, 1.5, 0.2, 0.5)
+    took = [int(trigger_ms * f) for f in factors]
+    stream = list(batches([(1000, 1000)] * len(took), trigger_ms=took))
+    at_ms = 1_795_000_000_000  # a start on a tick, as Spark's are
+    for i, start in enumerate(spark_starts(took, trigger_ms, at_ms)):
+        stream[i] = StreamBatch(**{**stream[i].__dict__, "timestamp_ns": start})
+    hint = only(hints_for(tuple(stream)), "trigger_bound")
+    evidence = json.loads(str(hint["evidence"]))
+    # THEN the interval is the trigger's, read off the punctual starts
+    assert evidence["trigger_interval_ns"] == trigger_ms * MS
+    assert evidence["batches_late"] == 5
+
+
+def test_batches_back_to_back_do_not_show_a_trigger() -> None:
+    # GIVEN batches that each start as the previous one ends (Spark's
+    # default trigger, or a trigger every batch outlasts): no interval
+    took = [3500, 6600, 10_000, 17_000, 4200, 6800]
+    stream = list(batches([(1000, 1000)] * len(took), trigger_ms=took))
     start = 0
     for i, ms in enumerate(took):
         stream[i] = StreamBatch(**{**stream[i].__dict__, "timestamp_ns": start})
-        start += -(-ms // 1000) * S + 7_000_000  # the next tick, a little after
-    hint = only(hints_for(tuple(stream)), "trigger_bound")
-    evidence = json.loads(str(hint["evidence"]))
-    # THEN the interval is the 1 s the spacings are multiples of, not 6 s
-    assert evidence["trigger_interval_ns"] == pytest.approx(S, rel=0.01)
-    assert evidence["batches_late"] == 6
+        start += (ms + 10) * MS
+    # THEN no trigger_bound: the interval cannot be known
+    assert "trigger_bound" not in hints_for(tuple(stream))["kind"].to_list()
 
 
 def test_planning_most_of_the_trigger_is_planning_bound() -> None:
