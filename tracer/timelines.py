@@ -219,16 +219,7 @@ def _gap_rows(
             settled=stop,
         )
         return seq + 1
-    cuts = [start]
-    k = max(0, bisect.bisect_right(pending, (start, INF)) - 1)
-    while k < len(pending) and pending[k][0] < stop:
-        lo, hi = max(pending[k][0], start), min(pending[k][1], stop)
-        if lo < hi:
-            cuts.extend(x for x in (lo, hi) if x != cuts[-1])
-        k += 1
-    if cuts[-1] != stop:
-        cuts.append(stop)
-    for a, b in itertools.pairwise(cuts):
+    for a, b in itertools.pairwise(_cut_points(pending, start, stop)):
         if _covered(pending, a, b):
             rows.add(
                 worker,
@@ -245,6 +236,28 @@ def _gap_rows(
             rows.add(worker, worker, a, b, "waiting", seq, seq + 1, settled=stop)
         seq += 1
     return seq
+
+
+def _cut_points(spans: list[tuple[int, int]], start: int, stop: int) -> list[int]:
+    """``start``, where the sorted, merged ``spans`` begin and end inside
+    ``[start, stop]``, and ``stop``: the pieces a gap is cut into (one
+    piece, ``[start, start]``, when the gap is empty).
+
+    >>> _cut_points([(2, 4), (6, 20)], 0, 10)
+    [0, 2, 4, 6, 10]
+    >>> _cut_points([(2, 4)], 5, 5)
+    [5, 5]
+    """
+    cuts = [start]
+    k = max(0, bisect.bisect_right(spans, (start, INF)) - 1)
+    while k < len(spans) and spans[k][0] < stop:
+        lo, hi = max(spans[k][0], start), min(spans[k][1], stop)
+        if lo < hi:
+            cuts.extend(x for x in (lo, hi) if x != cuts[-1])
+        k += 1
+    if cuts[-1] != stop or len(cuts) == 1:
+        cuts.append(stop)
+    return cuts
 
 
 def _covered(pending: list[tuple[int, int]], a: int, b: int) -> bool:
@@ -330,15 +343,7 @@ def _idle_rows(
 ) -> None:
     """A driver gap with no job running: ``driver``, but ``waiting`` where
     a query waited for its next trigger. Cut vertices keep ``seq``."""
-    cuts = [start]
-    k = max(0, bisect.bisect_right(waits, (start, INF)) - 1)
-    while k < len(waits) and waits[k][0] < end:
-        lo, hi = max(waits[k][0], start), min(waits[k][1], end)
-        if lo < hi:
-            cuts.extend(x for x in (lo, hi) if x != cuts[-1])
-        k += 1
-    if cuts[-1] != end or len(cuts) == 1:
-        cuts.append(end)
+    cuts = _cut_points(waits, start, end)
     last = len(cuts) - 2
     # Where the gap is cut depends on all of it: its pieces settle together.
     fixed = settle(start, end) if settle is not None else end
