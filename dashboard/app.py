@@ -250,14 +250,17 @@ def _ms(ns: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def _shading(snapshot: Snapshot, view: WindowView) -> list[dict[str, Any]]:
-    """The over-time chart's shapes: the picked window shaded."""
+def _shading(
+    snapshot: Snapshot, view: WindowView, yref: str = "y domain"
+) -> list[dict[str, Any]]:
+    """The over-time charts' shapes: the picked window shaded (the height
+    of the axis ``yref`` names, or of the whole figure: ``paper``)."""
     if len(snapshot.windows) < 2 or view.key == WHOLE_RUN:
         return []
     shape = {
         "type": "rect",
         "xref": "x",
-        "yref": "y domain",
+        "yref": yref,
         "x0": _ms(view.start_ns),
         "x1": _ms(view.end_ns),
         "y0": 0,
@@ -504,9 +507,13 @@ def table_data(
     return out
 
 
-def stream_panel(snapshot: Snapshot) -> tuple[go.Figure | None, dict[str, str]]:
+def stream_panel(
+    snapshot: Snapshot, key: object = None
+) -> tuple[go.Figure | None, dict[str, str]]:
     """The streaming section's figure and style: Spark's progress of the
-    run so far (the newest window's context), hidden without micro-batches.
+    run so far (the newest window's context), hidden without micro-batches;
+    the window the picker's ``key`` names is shaded, as on the over-time
+    chart.
 
     >>> stream_panel(Snapshot(source="t", status="starting"))
     (None, {'display': 'none'})
@@ -519,7 +526,11 @@ def stream_panel(snapshot: Snapshot) -> tuple[go.Figure | None, dict[str, str]]:
         return None, {"display": "none"}
     if not app.batches:
         return None, {"display": "none"}
-    return stream_figures.stream_progress(app), {"gridColumn": "1 / -1"}
+    figure = stream_figures.stream_progress(app)
+    view = _pick(snapshot, key)
+    if view is not None:
+        figure.update_layout(shapes=_shading(snapshot, view, yref="paper"))
+    return figure, {"gridColumn": "1 / -1"}
 
 
 def _stream_section() -> html.Section:
@@ -869,8 +880,8 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         dash.Input("window-picker", "value"),
         dash.Input("drawn-windows", "data"),
     )
-    def stream(_: Any, __: Any) -> tuple[Any, dict[str, str]]:
-        figure, style = stream_panel(source.latest())
+    def stream(key: Any, __: Any) -> tuple[Any, dict[str, str]]:
+        figure, style = stream_panel(source.latest(), key)
         return (dash.no_update if figure is None else figure), style
 
     @app.callback(

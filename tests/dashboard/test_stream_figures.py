@@ -94,3 +94,30 @@ def test_a_click_on_a_batch_selects_the_window_its_trigger_started_in() -> None:
     # a batch past the last closed window selects nothing yet
     late = {"points": [{"customdata": [8, 400.0]}]}
     assert clicked_batch(live, late) is None
+
+
+def test_the_picked_window_is_shaded_on_the_streaming_panel() -> None:
+    app = AppContext(
+        batches=tuple(
+            StreamBatch("q", batch_id=i, timestamp_ns=i * 100 * MS) for i in range(3)
+        )
+    )
+    streamed = summarize(Trace(load_trace(balanced()).frame, app), 100 * MS)
+    views = tuple(
+        WindowView.held(k * 100 * MS, (k + 1) * 100 * MS, f"w{k}", streamed, None)
+        for k in range(3)
+    )
+    snapshot = Snapshot(source="t", status="x", windows=views)
+    # WHEN window 1 is picked
+    figure, _ = stream_panel(snapshot, views[1].key)
+    # THEN one band covers its span, over all three rows
+    assert figure is not None
+    (band,) = figure.layout.shapes
+    assert (band.x0, band.x1) == (
+        "1970-01-01 00:00:00.100000",
+        "1970-01-01 00:00:00.200000",
+    )
+    assert band.yref == "paper"
+    # ... and the whole run shades nothing
+    whole, _ = stream_panel(snapshot, "whole-run")
+    assert whole is not None and not whole.layout.shapes
