@@ -149,6 +149,48 @@ def _ceil(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
+#: Columns :class:`_Buckets` adds for a moment (names no trace has).
+_POSITION, _FIRST, _LAST = "_position", "_first_window", "_last_window"
+
+
+class _Buckets:
+    """The buffered rows cut once by window, for a close of several windows.
+
+    A pipeline that fell behind closes many windows in one poll; filtering
+    the whole buffer for each of them took time quadratic in the backlog.
+    :meth:`around` gives a superset of the rows touching a window (those
+    whose first and last events lie in windows around it), in buffer order,
+    which :func:`~sparktrail.pag.window_rows.batch_cp` then filters exactly.
+    """
+
+    def __init__(self, rows: pl.DataFrame, window_ns: int) -> None:
+        self.window_ns = window_ns
+        cut = rows.with_row_index(_POSITION).with_columns(
+            (first_event // window_ns).alias(_FIRST),
+            (last_event // window_ns).alias(_LAST),
+        )
+        within = pl.col(_FIRST) == pl.col(_LAST)
+        # Most rows are shorter than a window: one bucket each.
+        self._short = cut.filter(within).partition_by(_FIRST, as_dict=True)
+        self._long = cut.filter(~within)
+        self._empty = cut.clear()
+
+    def around(self, ts: int) -> pl.DataFrame:
+        """Rows whose events lie around the window starting at ``ts``.
+
+        Every row touching ``[ts, ts + window_ns)`` is among them (its
+        first event is at most the window's end, its last at least its
+        start), in the buffer's order.
+        """
+        k = ts // self.window_ns
+        short = self._short.get((k,), self._empty)
+        spanning = self._long.filter((pl.col(_FIRST) <= k) & (pl.col(_LAST) >= k))
+        rows = short if spanning.is_empty() else pl.concat([short, spanning])
+        if not spanning.is_empty():
+            rows = rows.sort(_POSITION)
+        return rows.drop(_POSITION, _FIRST, _LAST)
+
+
 class OnlinePipeline:
     """Follow a trace directory; close, compute and store windows as they settle.
 
@@ -225,6 +267,11 @@ class OnlinePipeline:
     def watermark_ns(self) -> int | None:
         """Latest event time seen minus the lateness (None before any row)."""
         return None if self._last is None else self._last - self.lateness_ns
+
+    @property
+    def rows_read(self) -> int:
+        """Trace rows read so far (over restarts: the checkpoint counts them)."""
+        return self._next_row
 
     @property
     def buffered_rows(self) -> int:
@@ -421,10 +468,11 @@ class OnlinePipeline:
         if starts and not resumed:
             self.store.write_checkpoint(self.checkpoint())
         closed = []
+        near = _Buckets(rows, self.window_ns) if len(starts) > 1 else None
         for ts in starts:
             if self.store.has_window(ts):  # written before a crash
                 continue
-            window = self._close(rows, ts)
+            window = self._close(rows if near is None else near.around(ts), ts)
             if window is not None:
                 self.store.write_window(window)
                 closed.append(window)
