@@ -18,18 +18,20 @@ Loaders
 How far behind
 --------------
 A live snapshot says how far the page is behind the trace
-(:attr:`Snapshot.lag_ns`, :func:`lag_ns`): the wall-clock time of the
-step that published it, minus the end of the newest closed window, minus
-the lateness the pipeline waits by design. A window cannot close before
-its end plus the lateness has passed on the trace's clock, so a pipeline
-that keeps up stays a fraction of a second behind (the time to notice a
-new file and close the window); one that cannot keep up closes several
-windows per step and falls further behind each step. Trace times are the
-Spark driver's clock: the figure assumes it agrees with this machine's
-(the live tracer and ``sparktrail serve`` on one host). Once no trace rows
-have arrived for :data:`IDLE_AFTER_S` (the application ended or paused),
-there is nothing to be behind: the status says how long the trace has been
-idle instead.
+(:attr:`Snapshot.lag_ns`, :func:`lag_ns`): how long the oldest window
+that is due but not shown yet has been due. A window ``[ts, te)`` is due
+once ``te`` plus the lateness has passed (the pipeline waits that long by
+design), so the lag is the wall-clock time when the snapshot is published,
+minus the lateness, minus the end of the first window not closed yet; 0
+when every due window is shown. A pipeline that keeps up stays a fraction
+of a second behind (the time to notice a new file and close the window:
+``bench/online_latency.py``'s "published beyond lateness"); one that
+cannot keep up closes several windows per step and falls further behind
+each step. Trace times are the Spark driver's clock: the figure assumes it
+agrees with this machine's (the live tracer and ``sparktrail serve`` on one
+host). Once no trace rows have arrived for :data:`IDLE_AFTER_S` (the
+application ended or paused), nothing is due: the status says how long
+the trace has been idle instead.
 
 Many windows
 ------------
@@ -161,21 +163,25 @@ class WindowView:
         return cls(start_ns, end_ns, label, lambda: frames)
 
 
-def lag_ns(now_ns: int, closed_until_ns: int | None, lateness_ns: int) -> int | None:
+def lag_ns(
+    now_ns: int, closed_until_ns: int | None, lateness_ns: int, window_ns: int
+) -> int | None:
     """How far a live page is behind its trace, in ns (see "How far behind").
 
-    ``now_ns`` (wall clock) minus ``closed_until_ns`` (the end of the newest
-    closed window, on the trace's clock) minus ``lateness_ns``; at least 0,
-    and ``None`` before any window closed.
+    How long the first window not closed yet (``[closed_until_ns,
+    closed_until_ns + window_ns)``, on the trace's clock) has been due at
+    ``now_ns`` (wall clock): ``now_ns - lateness_ns - closed_until_ns -
+    window_ns``, at least 0; ``None`` before any window closed.
 
-    >>> lag_ns(10_400_000_000, 8_000_000_000, 2_000_000_000)
-    400000000
-    >>> lag_ns(9_000_000_000, 8_000_000_000, 2_000_000_000), lag_ns(1, None, 0)
+    >>> s = 1_000_000_000
+    >>> lag_ns(11 * s + s // 2, 8 * s, 2 * s, s)  # [8 s, 9 s) due at 11 s
+    500000000
+    >>> lag_ns(10 * s, 8 * s, 2 * s, s), lag_ns(1, None, 0, s)
     (0, None)
     """
     if closed_until_ns is None:
         return None
-    return max(0, now_ns - closed_until_ns - lateness_ns)
+    return max(0, now_ns - lateness_ns - closed_until_ns - window_ns)
 
 
 def _seconds(ns: int) -> str:
@@ -466,7 +472,9 @@ class LiveLoader:
             self._rows_read, self._rows_at = pipeline.rows_read, now
         if now - self._rows_at > IDLE_AFTER_S:
             return None
-        return lag_ns(time.time_ns(), pipeline.closed_until_ns, self.lateness_ns)
+        return lag_ns(
+            time.time_ns(), pipeline.closed_until_ns, self.lateness_ns, self.window_ns
+        )
 
     def _status(self, pipeline: OnlinePipeline, lag: int | None) -> str:
         if not self.trace_dir.is_dir():

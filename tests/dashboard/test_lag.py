@@ -26,14 +26,16 @@ WINDOW_NS = 500_000
 LATENESS_NS = 1_000_000
 
 
-def test_the_lag_is_now_past_the_newest_window_and_the_lateness() -> None:
+def test_the_lag_is_how_long_the_first_unshown_window_has_been_due() -> None:
     s = 1_000_000_000
-    # a window that closed 3.5 s ago (on the trace's clock) with 2 s lateness
-    assert lag_ns(10 * s, 10 * s - 3 * s - s // 2, 2 * s) == 3 * s // 2
-    # the lateness not yet over: not behind
-    assert lag_ns(10 * s, 9 * s, 2 * s) == 0
+    # windows of 1 s, 2 s lateness, closed up to 8 s: [8 s, 9 s) is due at
+    # 11 s, so at 12.5 s the page is 1.5 s behind
+    assert lag_ns(12 * s + s // 2, 8 * s, 2 * s, s) == 3 * s // 2
+    # not due yet: not behind
+    assert lag_ns(10 * s, 8 * s, 2 * s, s) == 0
+    assert lag_ns(11 * s, 8 * s, 2 * s, s) == 0
     # no window closed: unknown
-    assert lag_ns(10 * s, None, 2 * s) is None
+    assert lag_ns(10 * s, None, 2 * s, s) is None
     assert lag_text(3 * s // 2, 2 * s) == (
         "behind the trace by 1.5 s (beyond the 2.0 s lateness)"
     )
@@ -50,21 +52,23 @@ def _live_trace(directory: Path, age_ns: int) -> None:
 
 
 def test_the_live_status_says_how_far_behind_the_page_is(tmp_path: Path) -> None:
-    # GIVEN a live trace whose last event was 5 s ago
+    # GIVEN a live trace whose last event was 5 s ago (its last windows were
+    # due seconds ago: the page starts behind)
     _live_trace(tmp_path, 5_000_000_000)
     loader = LiveLoader(tmp_path, WINDOW_NS, LATENESS_NS)
     # WHEN the loader steps
     before = time.time_ns()
     snapshot = loader.step()
     after = time.time_ns()
-    # THEN the snapshot holds the lag: now - newest closed window - lateness
+    # THEN the snapshot holds the lag: how long the first window not closed
+    # has been due (its end plus the lateness)
     assert loader._pipeline is not None
     closed = loader._pipeline.closed_until_ns
     assert snapshot.windows and closed is not None
     assert snapshot.lag_ns is not None
-    assert before - closed - LATENESS_NS <= snapshot.lag_ns
-    assert snapshot.lag_ns <= after - closed - LATENESS_NS
-    assert 5.0 < snapshot.lag_ns / 1e9 < 60.0
+    due = closed + WINDOW_NS + LATENESS_NS
+    assert before - due <= snapshot.lag_ns <= after - due
+    assert 4.0 < snapshot.lag_ns / 1e9 < 60.0
     # AND the status line says it
     assert "behind the trace by " in snapshot.status
     assert "(beyond the 0.0 s lateness)" in snapshot.status
