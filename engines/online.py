@@ -64,6 +64,16 @@ count as closed.
 A run with restarts stores what a run without them would when rows keep
 the lateness bound and file names sort in arrival order: a poll consumes
 the new files by name, and ``edge_index`` follows the consumption order.
+
+Falling behind
+--------------
+A producer faster than the pipeline leaves more new files at each poll.
+A poll reads new files (in name order) until it has read
+``max_poll_rows`` rows, closes the windows they let it close, and leaves
+the other files to the next poll: the backlog waits on disk, not in
+memory, and the buffer holds at most about ``max_poll_rows`` rows beyond
+the lateness. The windows stored are those of a run whose files arrived
+later, which, under the same condition as for restarts, are the same.
 """
 
 from __future__ import annotations
@@ -100,10 +110,19 @@ from sparktrail.summaries.result import HintOptions
 
 from .store import StoredWindow, WindowStore, store_dir
 
-__all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "MAX_POLL_ROWS",
+    "ClosedWindow",
+    "OnlinePipeline",
+    "TraceFileWarning",
+]
 
 CHECKPOINT_VERSION = 1
 ROW = "_row"  # global row number, carried through as an extra trace column
+#: Rows a poll reads before it closes windows (see "Falling behind"): some
+#: 3 s of trace at 300,000 rows/s.
+MAX_POLL_ROWS = 1_000_000
 
 #: A closed window as the pipeline returns it (the same as the store holds).
 ClosedWindow = StoredWindow
@@ -204,6 +223,9 @@ class OnlinePipeline:
         How far behind the latest event a row may still arrive (>= 0).
     options
         Hint thresholds (default :class:`HintOptions`).
+    max_poll_rows
+        Rows a poll reads at most (and then up to the end of a file) before
+        closing windows; the rest waits for the next poll (> 0).
 
     Raises
     ------
@@ -224,10 +246,14 @@ class OnlinePipeline:
         window_ns: int,
         lateness_ns: int,
         options: HintOptions | None = None,
+        max_poll_rows: int = MAX_POLL_ROWS,
     ) -> None:
         window_ns, _ = check_window(window_ns, None)
         if lateness_ns < 0:
             raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
+        if max_poll_rows <= 0:
+            raise InputError(f"max_poll_rows must be > 0, got {max_poll_rows!r}")
+        self.max_poll_rows = max_poll_rows
         self.trace_dir = Path(trace_dir)
         self.window_ns = window_ns
         self.lateness_ns = lateness_ns
@@ -427,7 +453,8 @@ class OnlinePipeline:
         Parameters
         ----------
         final
-            The trace is complete: close every window up to the last event.
+            The trace is complete: read every new file (whatever
+            ``max_poll_rows``) and close every window up to the last event.
 
         Returns
         -------
@@ -439,7 +466,10 @@ class OnlinePipeline:
         if self._closing_until is not None:  # a close a crash cut short
             closed += self._close_range(self._closing_until, resumed=True)
         new = self._new_files()
+        read_from = self._next_row
         for name, path, size in new:
+            if not final and self._next_row - read_from >= self.max_poll_rows:
+                break  # the rest next poll (see "Falling behind")
             self._consume(name, path, size)
         if self._last is not None:
             w = self.window_ns
