@@ -10,6 +10,10 @@ A small trace is closed first, so that numba's first-call loading of its
 cached kernels is not counted.
 
     .venv/bin/python bench/window_step.py --rate 30000 --seconds 8
+
+The windows are first closed once without the profiler, for the wall time
+per window ("unprofiled"); ``bench/window_step_versions.sh`` alternates
+this script on an older commit and on the checkout.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -76,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         OnlinePipeline(Path(tmp) / "warm", S, 2 * S).poll(final=True)
         root = Path(tmp) / "trace"
         _trace(root, args.rate, args.seconds)
+        # Unprofiled first (cProfile slows the many small calls down), then
+        # again on a fresh store, profiled.
+        t = time.perf_counter()
+        plain = len(OnlinePipeline(root, S, 2 * S).poll(final=True))
+        unprofiled = time.perf_counter() - t
+        shutil.rmtree(root / ".sparktrail")
         pipeline = OnlinePipeline(root, S, 2 * S)
         profiler = cProfile.Profile()
         t = time.perf_counter()
@@ -86,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     n = max(1, len(closed))
     stats = pstats.Stats(profiler)
     print(f"{len(closed)} windows of ~{args.rate:,} rows closed in {wall:.2f} s")
-    print(f"(profiled; {wall / n * 1e3:.0f} ms per window)\n")
+    print(f"(profiled; {wall / n * 1e3:.0f} ms per window)")
+    print(f"unprofiled: {unprofiled / max(1, plain) * 1e3:.0f} ms per window\n")
     print("| phase | ms per window |")
     print("|---|---:|")
     for phase, (suffix, name) in PHASES.items():

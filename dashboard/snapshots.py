@@ -15,6 +15,24 @@ Loaders
   timeline needs ``summaries/critical_window.parquet`` (CP rows of one
   window), which older reports lack.
 
+How far behind
+--------------
+A live snapshot says how far the page is behind the trace
+(:attr:`Snapshot.lag_ns`, :func:`lag_ns`): how long the oldest window
+that is due but not shown yet has been due. A window ``[ts, te)`` is due
+once ``te`` plus the lateness has passed (the pipeline waits that long by
+design), so the lag is the wall-clock time when the snapshot is published,
+minus the lateness, minus the end of the first window not closed yet; 0
+when every due window is shown. A pipeline that keeps up stays a fraction
+of a second behind (the time to notice a new file and close the window:
+``bench/online_latency.py``'s "published beyond lateness"); one that
+cannot keep up closes several windows per step and falls further behind
+each step. Trace times are the Spark driver's clock: the figure assumes it
+agrees with this machine's (the live tracer and ``sparktrail serve`` on one
+host). Once no trace rows have arrived for :data:`IDLE_AFTER_S` (the
+application ended or paused), nothing is due: the status says how long
+the trace has been idle instead.
+
 Many windows
 ------------
 A snapshot lists every window but holds the frames of few: a
@@ -51,6 +69,7 @@ from sparktrail.summaries import Summaries
 from .report import window_text
 
 __all__ = [
+    "IDLE_AFTER_S",
     "LATEST",
     "LiveLoader",
     "Snapshot",
@@ -61,6 +80,8 @@ __all__ = [
     "WindowView",
     "append_rows",
     "closed_label",
+    "lag_ns",
+    "lag_text",
     "load_report",
     "read_activity",
     "utc",
@@ -75,6 +96,9 @@ REPORT_CP = "critical_window.parquet"
 #: Windows whose frames a :class:`LiveLoader` keeps in memory: the newest
 #: and the recently picked; others are read from the store when picked.
 CACHED_WINDOWS = 32
+#: Seconds without new trace rows after which the trace counts as idle (the
+#: status says so instead of how far behind the page is).
+IDLE_AFTER_S = 30.0
 #: What a window key looks like: a start time in ns.
 _KEY = re.compile(r"-?[0-9]{1,19}")
 
@@ -139,6 +163,47 @@ class WindowView:
         return cls(start_ns, end_ns, label, lambda: frames)
 
 
+def lag_ns(
+    now_ns: int, closed_until_ns: int | None, lateness_ns: int, window_ns: int
+) -> int | None:
+    """How far a live page is behind its trace, in ns (see "How far behind").
+
+    How long the first window not closed yet (``[closed_until_ns,
+    closed_until_ns + window_ns)``, on the trace's clock) has been due at
+    ``now_ns`` (wall clock): ``now_ns - lateness_ns - closed_until_ns -
+    window_ns``, at least 0; ``None`` before any window closed.
+
+    >>> s = 1_000_000_000
+    >>> lag_ns(11 * s + s // 2, 8 * s, 2 * s, s)  # [8 s, 9 s) due at 11 s
+    500000000
+    >>> lag_ns(10 * s, 8 * s, 2 * s, s), lag_ns(1, None, 0, s)
+    (0, None)
+    """
+    if closed_until_ns is None:
+        return None
+    return max(0, now_ns - lateness_ns - closed_until_ns - window_ns)
+
+
+def _seconds(ns: int) -> str:
+    """Seconds with one decimal below a minute, whole seconds above."""
+    seconds = ns / 1e9
+    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds:,.0f} s"
+
+
+def lag_text(lag: int, lateness_ns: int) -> str:
+    """The status line's part that says how far behind the page is.
+
+    >>> lag_text(400_000_000, 2_000_000_000)
+    'behind the trace by 0.4 s (beyond the 2.0 s lateness)'
+    >>> lag_text(75_000_000_000, 0)
+    'behind the trace by 75 s (beyond the 0.0 s lateness)'
+    """
+    return (
+        f"behind the trace by {_seconds(lag)} "
+        f"(beyond the {_seconds(lateness_ns)} lateness)"
+    )
+
+
 def closed_label(start_ns: int, end_ns: int) -> str:
     """The picker label of a window closed by the online pipeline.
 
@@ -178,6 +243,10 @@ class Snapshot:
         Every window's CP by activity, concatenated (the over-time chart).
     corrupt_files, late_rows
         Counters of the online pipeline.
+    lag_ns
+        How far the page is behind a live trace when published (see "How
+        far behind"); ``None`` when unknown: no window closed yet, the
+        trace idle, or not a live source.
     live
         Whether more windows may come (the page then refreshes).
     version
@@ -194,6 +263,7 @@ class Snapshot:
     activity_by_window: pl.DataFrame = field(default_factory=pl.DataFrame)
     corrupt_files: int = 0
     late_rows: int = 0
+    lag_ns: int | None = None
     live: bool = True
     version: int = 0
     windows_version: int = 0
@@ -322,6 +392,9 @@ class LiveLoader:
         self._windows_version = 0
         self._last: Snapshot | None = None
         self._frames = _FrameCache(self._read_frames, cached_windows)
+        # Rows read so far, and when (monotonic) that count last grew.
+        self._rows_read = -1
+        self._rows_at = 0.0
 
     def _read_frames(self, start_ns: int) -> WindowFrames:
         assert self._pipeline is not None  # views exist once the pipeline does
@@ -370,7 +443,8 @@ class LiveLoader:
                 self._activity, [w.summaries.activity_by_window for w in closed]
             )
             self._windows_version += 1
-        status = self._status(pipeline)
+        lag = self._lag(pipeline)
+        status = self._status(pipeline, lag)
         last = self._last
         if (
             last is not None
@@ -387,13 +461,27 @@ class LiveLoader:
             activity_by_window=self._activity,
             corrupt_files=pipeline.corrupt_files,
             late_rows=pipeline.late_rows,
+            lag_ns=lag,
             live=True,
             version=self._version,
             windows_version=self._windows_version,
         )
         return self._last
 
-    def _status(self, pipeline: OnlinePipeline) -> str:
+    def _lag(self, pipeline: OnlinePipeline) -> int | None:
+        """:func:`lag_ns` now, or ``None`` while the trace is idle."""
+        now = time.monotonic()
+        if pipeline.rows_read != self._rows_read:
+            self._rows_read, self._rows_at = pipeline.rows_read, now
+        if now - self._rows_at > IDLE_AFTER_S:
+            return None
+        length = pipeline.open_window_ns
+        if length is None:  # the next micro-batch window's end is not known
+            return 0
+        wall = time.time_ns()
+        return lag_ns(wall, pipeline.closed_until_ns, self.lateness_ns, length)
+
+    def _status(self, pipeline: OnlinePipeline, lag: int | None) -> str:
         if not self.trace_dir.is_dir():
             return f"{self.trace_dir} does not exist yet: waiting for a trace…"
         watermark = pipeline.watermark_ns
@@ -404,9 +492,15 @@ class LiveLoader:
                 "waiting for the first window to close… "
                 f"(watermark {utc(watermark)} UTC)"
             )
+        if lag is not None:
+            behind = lag_text(lag, self.lateness_ns)
+        else:
+            idle = round((time.monotonic() - self._rows_at) * 1e9)
+            behind = f"no new trace rows for {_seconds(idle)}"
         return (
             f"{len(self._windows)} windows closed, the latest ends "
-            f"{utc(self._windows[-1].end_ns)} UTC; watermark {utc(watermark)} UTC"
+            f"{utc(self._windows[-1].end_ns)} UTC; watermark {utc(watermark)} UTC; "
+            f"{behind}"
         )
 
 
@@ -462,6 +556,7 @@ class UpdateThread(threading.Thread):
                 activity_by_window=old.activity_by_window,
                 corrupt_files=old.corrupt_files,
                 late_rows=old.late_rows,
+                lag_ns=old.lag_ns,
                 version=old.version + 1,
                 windows_version=old.windows_version,
             )

@@ -75,6 +75,16 @@ count as closed.
 A run with restarts stores what a run without them would when rows keep
 the lateness bound and file names sort in arrival order: a poll consumes
 the new files by name, and ``edge_index`` follows the consumption order.
+
+Falling behind
+--------------
+A producer faster than the pipeline leaves more new files at each poll.
+A poll reads new files (in name order) until it has read
+``max_poll_rows`` rows, closes the windows they let it close, and leaves
+the other files to the next poll: the backlog waits on disk, not in
+memory, and the buffer holds at most about ``max_poll_rows`` rows beyond
+the lateness. The windows stored are those of a run whose files arrived
+later, which, under the same condition as for restarts, are the same.
 """
 
 from __future__ import annotations
@@ -113,10 +123,19 @@ from sparktrail.summaries.result import HintOptions
 from .batch import MICRO_BATCHES, trigger_times
 from .store import StoredWindow, WindowStore, store_dir
 
-__all__ = ["CHECKPOINT_VERSION", "ClosedWindow", "OnlinePipeline", "TraceFileWarning"]
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "MAX_POLL_ROWS",
+    "ClosedWindow",
+    "OnlinePipeline",
+    "TraceFileWarning",
+]
 
 CHECKPOINT_VERSION = 1
 ROW = "_row"  # global row number, carried through as an extra trace column
+#: Rows a poll reads before it closes windows (see "Falling behind"): some
+#: 3 s of trace at 300,000 rows/s.
+MAX_POLL_ROWS = 1_000_000
 
 #: A closed window as the pipeline returns it (the same as the store holds).
 ClosedWindow = StoredWindow
@@ -173,6 +192,48 @@ def _ceil(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
+#: Columns :class:`_Buckets` adds for a moment (names no trace has).
+_POSITION, _FIRST, _LAST = "_position", "_first_window", "_last_window"
+
+
+class _Buckets:
+    """The buffered rows cut once by window, for a close of several windows.
+
+    A pipeline that fell behind closes many windows in one poll; filtering
+    the whole buffer for each of them took time quadratic in the backlog.
+    :meth:`around` gives a superset of the rows touching a window (those
+    whose first and last events lie in windows around it), in buffer order,
+    which :func:`~sparktrail.pag.window_rows.batch_cp` then filters exactly.
+    """
+
+    def __init__(self, rows: pl.DataFrame, window_ns: int) -> None:
+        self.window_ns = window_ns
+        cut = rows.with_row_index(_POSITION).with_columns(
+            (first_event // window_ns).alias(_FIRST),
+            (last_event // window_ns).alias(_LAST),
+        )
+        within = pl.col(_FIRST) == pl.col(_LAST)
+        # Most rows are shorter than a window: one bucket each.
+        self._short = cut.filter(within).partition_by(_FIRST, as_dict=True)
+        self._long = cut.filter(~within)
+        self._empty = cut.clear()
+
+    def around(self, ts: int) -> pl.DataFrame:
+        """Rows whose events lie around the window starting at ``ts``.
+
+        Every row touching ``[ts, ts + window_ns)`` is among them (its
+        first event is at most the window's end, its last at least its
+        start), in the buffer's order.
+        """
+        k = ts // self.window_ns
+        short = self._short.get((k,), self._empty)
+        spanning = self._long.filter((pl.col(_FIRST) <= k) & (pl.col(_LAST) >= k))
+        rows = short if spanning.is_empty() else pl.concat([short, spanning])
+        if not spanning.is_empty():
+            rows = rows.sort(_POSITION)
+        return rows.drop(_POSITION, _FIRST, _LAST)
+
+
 class OnlinePipeline:
     """Follow a trace directory; close, compute and store windows as they settle.
 
@@ -188,6 +249,9 @@ class OnlinePipeline:
         How far behind the latest event a row may still arrive (>= 0).
     options
         Hint thresholds (default :class:`HintOptions`).
+    max_poll_rows
+        Rows a poll reads at most (and then up to the end of a file) before
+        closing windows; the rest waits for the next poll (> 0).
 
     Raises
     ------
@@ -208,11 +272,15 @@ class OnlinePipeline:
         window_ns: int | str,
         lateness_ns: int,
         options: HintOptions | None = None,
+        max_poll_rows: int = MAX_POLL_ROWS,
     ) -> None:
         if window_ns != MICRO_BATCHES:
             window_ns, _ = check_window(window_ns, None)  # type: ignore[arg-type]
         if lateness_ns < 0:
             raise InputError(f"lateness_ns must be >= 0, got {lateness_ns!r}")
+        if max_poll_rows <= 0:
+            raise InputError(f"max_poll_rows must be > 0, got {max_poll_rows!r}")
+        self.max_poll_rows = max_poll_rows
         self.trace_dir = Path(trace_dir)
         self.window_ns = window_ns
         self.lateness_ns = lateness_ns
@@ -244,6 +312,18 @@ class OnlinePipeline:
         return None if self.window_ns == MICRO_BATCHES else int(self.window_ns)
 
     @property
+    def open_window_ns(self) -> int | None:
+        """The length of the first window not closed yet, once its end is
+        known (a micro-batch window's is not before its trigger is traced)."""
+        if self.fixed_ns is not None:
+            return self.fixed_ns
+        if self._first is None:
+            return None
+        start = self._open_from()
+        ends = [t for t in self._boundaries() if t > start]
+        return ends[0] - start if ends else None
+
+    @property
     def corrupt_files(self) -> int:
         """How many trace files were skipped as unreadable."""
         return len(self._corrupt)
@@ -257,6 +337,11 @@ class OnlinePipeline:
     def watermark_ns(self) -> int | None:
         """Latest event time seen minus the lateness (None before any row)."""
         return None if self._last is None else self._last - self.lateness_ns
+
+    @property
+    def rows_read(self) -> int:
+        """Trace rows read so far (over restarts: the checkpoint counts them)."""
+        return self._next_row
 
     @property
     def buffered_rows(self) -> int:
@@ -418,7 +503,8 @@ class OnlinePipeline:
         Parameters
         ----------
         final
-            The trace is complete: close every window up to the last event.
+            The trace is complete: read every new file (whatever
+            ``max_poll_rows``) and close every window up to the last event.
 
         Returns
         -------
@@ -430,7 +516,10 @@ class OnlinePipeline:
         if self._closing_until is not None:  # a close a crash cut short
             closed += self._close_range(self._closing_until, resumed=True)
         new = self._new_files()
+        read_from = self._next_row
         for name, path, size in new:
+            if not final and self._next_row - read_from >= self.max_poll_rows:
+                break  # the rest next poll (see "Falling behind")
             self._consume(name, path, size)
         if self._last is not None:
             until = self._close_until(final)
@@ -486,10 +575,12 @@ class OnlinePipeline:
         if windows and not resumed:
             self.store.write_checkpoint(self.checkpoint())
         closed = []
+        w = self.fixed_ns
+        near = _Buckets(rows, w) if w is not None and len(windows) > 1 else None
         for ts, te in windows:
             if self.store.has_window(ts):  # written before a crash
                 continue
-            window = self._close(rows, ts, te)
+            window = self._close(rows if near is None else near.around(ts), ts, te)
             if window is not None:
                 self.store.write_window(window)
                 closed.append(window)

@@ -20,7 +20,14 @@ import polars as pl
 
 from sparktrail.pag.trace import Trace, load_trace
 
-from ._table import WINDOW, executor_of, n_path_windows, path_windows, whole_run
+from ._table import (
+    WINDOW,
+    executor_of,
+    executor_of_column,
+    n_path_windows,
+    path_windows,
+    whole_run,
+)
 
 __all__ = [
     "SHUFFLE_NOTE",
@@ -93,9 +100,11 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
     frame = load_trace(trace).frame
     spans = _stage_spans(frame)
     if "shuffle_write_bytes" in frame.columns:
+        writing = frame.filter(pl.col("shuffle_write_bytes") > 0)
         written = (
-            frame.filter(pl.col("shuffle_write_bytes") > 0)
-            .with_columns(executor_of(pl.col("src_worker")).alias("src_executor"))
+            writing.with_columns(
+                executor_of_column(writing, "src_worker").alias("src_executor")
+            )
             .group_by("stage_id", "src_executor")
             .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
         )

@@ -16,7 +16,7 @@ from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import Trace
 from sparktrail.whatif.replay import Replay
 
-from .._table import executor_of
+from .._table import executor_of_column
 from ..frames import HINTS
 from ..partials import Partials
 from ..result import HintOptions
@@ -282,7 +282,9 @@ class Context:
             .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
             .filter(pl.col("src_worker") == pl.col("dst_worker"))
             .drop("dst_worker")
-            .with_columns(executor_of(pl.col("src_worker")).alias("executor"))
+            .with_columns(
+                executor_of_column(self.trace, "src_worker").alias("executor")
+            )
             .filter(pl.col("executor").is_not_null())
         )
 

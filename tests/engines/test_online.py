@@ -285,3 +285,38 @@ def test_clipping_keeps_a_window_and_opens_no_other() -> None:
     assert near["src_seq"].to_list() == [-1, 0]
     assert near["dst_seq"].to_list() == [1, 0]
     assert listed_windows(near, 10, 0, 100) == [10]
+
+
+def test_a_pipeline_behind_reads_a_bounded_part_of_the_backlog_per_poll(
+    tmp_path: Path, trace: pl.DataFrame
+) -> None:
+    # GIVEN every chunk landed before the pipeline polls (it fell behind),
+    # and a poll that reads at most one chunk's rows
+    parts = chunks(trace)
+    for i, part in enumerate(parts):
+        land(tmp_path, part, i)
+    pipeline = OnlinePipeline(tmp_path, WINDOW, LATENESS, max_poll_rows=1)
+    # WHEN it polls until nothing is left
+    closed, reads = [], []
+    for _ in range(len(parts)):
+        closed += pipeline.poll()
+        reads.append(pipeline.rows_read)
+    closed += pipeline.poll(final=True)
+    # THEN each poll read one more chunk (the rest waited on disk) and
+    # closed windows as it went, and every row was read once
+    assert reads == list(itertools.accumulate(len(p) for p in parts))
+    assert pipeline.rows_read == len(trace) and pipeline.late_rows == 0
+    # AND the windows are those of a pipeline that read the backlog at once
+    at_once = OnlinePipeline(tmp_path / "again", WINDOW, LATENESS)
+    for i, part in enumerate(parts):
+        land(tmp_path / "again", part, i)
+    everything = at_once.poll(final=True)
+    assert [w.start_ns for w in closed] == [w.start_ns for w in everything]
+    assert_same_cp(union_cp(closed), union_cp(everything))
+    for got, want in zip(closed, everything, strict=True):
+        assert got.summaries.activity.equals(want.summaries.activity)
+
+
+def test_max_poll_rows_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_poll_rows must be > 0, got 0"):
+        OnlinePipeline(tmp_path, WINDOW, LATENESS, max_poll_rows=0)

@@ -15,6 +15,7 @@ from sparktrail.engines.batch import (
     MICRO_BATCHES,
     micro_batch_bounds,
     summarize_micro_batches,
+    trigger_times,
 )
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, store_dir
@@ -223,3 +224,20 @@ def test_the_live_loader_labels_batch_windows_with_their_own_ends(
     ]
     assert len({v.end_ns - v.start_ns for v in views}) > 1
     assert views[1].summaries.window_ns == closed[1].end_ns - closed[1].start_ns
+
+
+def test_the_first_open_batch_window_has_a_length_once_its_end_is_known(
+    tmp_path: Path, trace: pl.DataFrame, batches: tuple[StreamBatch, ...]
+) -> None:
+    # GIVEN a live run cut short of the trace's end
+    pipeline, closed = run_live(tmp_path, trace, batches)
+    # THEN the next window's length is known when a trigger follows it
+    following = [t for t in trigger_times(batches) if t > closed[-1].end_ns]
+    want = following[0] - closed[-1].end_ns if following else None
+    assert pipeline.open_window_ns == want
+    # ... and a pipeline that saw no micro-batch knows none
+    empty = tmp_path / "none"
+    write_trace(trace, empty / "part-000.arrow", AppContext())
+    blind = OnlinePipeline(empty, MICRO_BATCHES, LATENESS)
+    assert blind.poll() == []
+    assert blind.buffered_rows > 0 and blind.open_window_ns is None
