@@ -78,9 +78,11 @@ windows but no checkpoint is started afresh, as the polars engine does.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -278,6 +280,12 @@ class SparkLivePipeline:
         As for :class:`~sparktrail.engines.online.OnlinePipeline`.
     batches : int
         Micro-batches applied (in this process).
+    phase_s : dict of str to float
+        Wall seconds spent so far, by phase: ``stream`` (every poll's
+        streaming query, start to end, which holds the others), ``decode``
+        (the micro-batches' decode jobs), ``cp`` (the CP jobs), ``sums``
+        (the aggregation jobs) and ``finish`` (the driver's summaries and
+        store writes); for the benchmark's breakdown.
     """
 
     def __init__(
@@ -316,6 +324,7 @@ class SparkLivePipeline:
         self.late_rows = 0
         self.failed_windows = 0
         self.batches = 0
+        self.phase_s: dict[str, float] = {}
         self._closed: list[ClosedWindow] = []
         self._resume()
         self.spark, self._created = spark_session(spark)
@@ -403,6 +412,15 @@ class SparkLivePipeline:
                 if entry.name not in {f"b{k}" for k in self._batches}:
                     shutil.rmtree(entry, ignore_errors=True)
 
+    @contextlib.contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - start
+            self.phase_s[phase] = self.phase_s.get(phase, 0.0) + spent
+
     # -- the stream --------------------------------------------------------
 
     def poll(self, *, final: bool = False) -> list[ClosedWindow]:
@@ -425,7 +443,8 @@ class SparkLivePipeline:
         """
         self._closed = []
         if self.trace_dir.is_dir():
-            self._run_stream()
+            with self._timed("stream"):
+                self._run_stream()
         if final and self._last is not None:
             until = -(-self._last // self.window_ns) * self.window_ns
             if until > self._open_from():
@@ -465,9 +484,10 @@ class SparkLivePipeline:
         if batch_id <= self._last_batch:  # applied before a restart
             return
         folder = self._rows_dir(batch_id)
-        files.select("path", "content").mapInArrow(
-            _decode, spark_ddl(_DECODED)
-        ).write.mode("overwrite").parquet(str(folder))
+        with self._timed("decode"):
+            files.select("path", "content").mapInArrow(
+                _decode, spark_ddl(_DECODED)
+            ).write.mode("overwrite").parquet(str(folder))
         # Read back by the driver, not summed by a Spark job: a file's few
         # numbers cost a job's overhead on Spark, and the driver reads
         # these rows for the windows' summaries anyway.
@@ -622,10 +642,11 @@ class SparkLivePipeline:
                 .select("window", ROW, *KERNEL_COLUMNS, *_SUMMARY_COLUMNS)
             )
             staged = self.spark_dir / "cp"
-            pieces.groupBy("window").applyInArrow(
-                lambda key, table: _window_cp(w, extent, key, table),
-                spark_ddl(_RESULT),
-            ).write.mode("overwrite").parquet(str(staged))
+            with self._timed("cp"):
+                pieces.groupBy("window").applyInArrow(
+                    lambda key, table: _window_cp(w, extent, key, table),
+                    spark_ddl(_RESULT),
+                ).write.mode("overwrite").parquet(str(staged))
             self._store_windows(staged, start, until)
             shutil.rmtree(staged, ignore_errors=True)
         self._closed_until = until
@@ -647,8 +668,19 @@ class SparkLivePipeline:
         todo = [ts for ts in starts if not self.store.has_window(ts)]
         if not todo:
             return
-        sums = self._sums(staged)
-        near_rows = self._near_rows(start, until)
+        with self._timed("sums"):
+            sums = self._sums(staged)
+        with self._timed("finish"):
+            self._finish(cp_rows, sums, self._near_rows(start, until), todo)
+
+    def _finish(
+        self,
+        cp_rows: pl.DataFrame,
+        sums: dict[str, pl.DataFrame],
+        near_rows: pl.DataFrame,
+        todo: list[int],
+    ) -> None:
+        """Finish each window of ``todo`` on the driver and store it."""
         end = (pl.col(WINDOW_START_NS) + self.window_ns).alias(WINDOW_END_NS)
         for ts in todo:
             te = ts + self.window_ns
