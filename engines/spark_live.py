@@ -15,10 +15,11 @@ frames), but runs the reading, the per-window CP and its sums on Spark:
 2. A micro-batch decodes its files on the executors (``mapInArrow`` of
    :func:`~sparktrail.pag.trace.decode_trace`, the reader ``read_trace``
    uses) into trace rows, staged as Parquet: the *open rows*, the state
-   the polars engine keeps in memory. One small aggregation per file
-   (rows, first and last event, late rows) comes back to the driver,
-   which numbers the rows (files in name order, as the polars engine
-   consumes them) and moves the watermark.
+   the polars engine keeps in memory. The driver reads each file's
+   numbers from the staged rows (rows, first and last event, late rows;
+   a Spark job for them would cost more than the reading), numbers the
+   rows (files in name order, as the polars engine consumes them) and
+   moves the watermark.
 3. The windows the watermark passed are closed: the open rows are
    exploded over their coarse window range
    (:func:`~sparktrail.pag.windows.coarse_range`, in SQL), and
@@ -35,6 +36,13 @@ frames), but runs the reading, the per-window CP and its sums on Spark:
 
 ``poll(final=True)`` then closes every window up to the last event, as
 the polars engine's does.
+
+Each poll pays for a query start, and each micro-batch that closes
+windows for six Spark jobs (decode, CP, four sums, the sums submitted
+together): about 10 s on a loaded 2-core machine, against the polars
+engine's 0.1–0.2 s a window (``bench/live_engines.py``, BENCHMARKS.md).
+The Spark engine is for when the windows' CP outgrows one machine, not
+for latency.
 
 Assumptions
 -----------
