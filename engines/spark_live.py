@@ -403,6 +403,13 @@ class SparkLivePipeline:
                 f"{path}: the store holds windows of {data['window_ns']} ns, not "
                 f"{self.window_ns} ns; use that window or remove {self.store.root}"
             )
+        if int(data["last_batch"]) >= 0 and not (self.spark_dir / "stream").is_dir():
+            # Spark would offer every file again as batch 0, which the
+            # checkpoint says is applied: nothing new would ever be read.
+            raise InputError(
+                f"{path}: Spark's stream checkpoint {self.spark_dir / 'stream'} is "
+                f"gone; remove {self.store.root} to start afresh"
+            )
         self._closed_until = data["closed_until_ns"]
         self._first = data["first_event_ns"]
         self._last = data["last_event_ns"]

@@ -170,3 +170,12 @@ def test_files_decode_to_trace_rows_or_one_marker_row() -> None:
     assert markers["_path"].to_list() == ["b.arrow", "c.arrow"]
     assert markers["_error"][0] is None
     assert "c.arrow" in markers["_error"][1]
+
+
+def test_a_store_whose_spark_checkpoint_is_gone_is_refused(tmp_path: Path) -> None:
+    # GIVEN a checkpoint that applied a micro-batch, but no Spark stream state
+    checkpoint = {"version": "spark-1", "window_ns": WINDOW, "last_batch": 0}
+    WindowStore(store_dir(tmp_path)).write_checkpoint(checkpoint)
+    # WHEN the Spark engine opens it THEN it refuses rather than skip every file
+    with pytest.raises(ValueError, match=r"stream checkpoint .* is gone"):
+        SparkLivePipeline(tmp_path, WINDOW, LATENESS)
