@@ -6,6 +6,8 @@
   closed as trace files arrive, kept in a :class:`WindowStore`;
 * :mod:`~sparktrail.engines.spark` — the same summaries with the CP and
   its sums computed by PySpark (imported on demand: pyspark is optional);
+* :mod:`~sparktrail.engines.spark_live` — :class:`SparkLivePipeline`, the
+  online pipeline as a Spark Structured Streaming query (on demand too);
 * :mod:`~sparktrail.engines.store` — the on-disk store of closed windows.
 
 Every engine finishes through

@@ -366,6 +366,11 @@ class OnlinePipeline:
 
     def _load_checkpoint(self, data: dict[str, Any]) -> None:
         path = self.store.root / "checkpoint.json"
+        if str(data.get("version")).startswith("spark"):  # engines/spark_live.py
+            raise InputError(
+                f"{path}: written by the spark engine; use --engine spark or "
+                f"remove {self.store.root}"
+            )
         if data.get("version") != CHECKPOINT_VERSION:
             raise InputError(
                 f"{path}: unknown checkpoint version {data.get('version')}"

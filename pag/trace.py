@@ -48,6 +48,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceLike",
+    "decode_trace",
     "empty_trace",
     "load_trace",
     "read_context",
@@ -368,15 +369,50 @@ def trace_files(path: str | os.PathLike[str]) -> list[Path]:
 def _read_file(path: Path) -> pl.DataFrame:
     try:
         with pa.memory_map(str(path), "r") as source:
-            try:
-                table = ipc.open_file(source).read_all()
-            except pa.ArrowInvalid:
-                source.seek(0)
-                table = ipc.open_stream(source).read_all()
-            # Damaged bytes can still parse: bad offsets, names or metadata
-            # that are not UTF-8 would crash polars.
-            _check_utf8(table.schema, path)
-            table.validate(full=True)
+            return _read_source(source, path)
+    except OSError as err:
+        raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
+
+
+def decode_trace(
+    data: bytes, path: str | os.PathLike[str] | None = None
+) -> pl.DataFrame:
+    """A trace file's bytes as a validated trace frame, as :func:`read_trace`
+    reads the file (for readers that hold the bytes, such as Spark's
+    ``binaryFile`` source).
+
+    Raises
+    ------
+    TraceError
+        As :func:`read_trace`; the message names ``path``.
+
+    Examples
+    --------
+    >>> import io
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["gc"]})
+    >>> sink = io.BytesIO(); t.write_ipc(sink)
+    >>> decode_trace(sink.getvalue())["end_ns"].to_list()
+    [5]
+    """
+    with pa.BufferReader(data) as source:
+        return _read_source(source, path)
+
+
+def _read_source(
+    source: pa.NativeFile, path: str | os.PathLike[str] | None
+) -> pl.DataFrame:
+    """The validated trace of an Arrow IPC file or stream open as ``source``."""
+    try:
+        try:
+            table = ipc.open_file(source).read_all()
+        except pa.ArrowInvalid:
+            source.seek(0)
+            table = ipc.open_stream(source).read_all()
+        # Damaged bytes can still parse: bad offsets, names or metadata
+        # that are not UTF-8 would crash polars.
+        _check_utf8(table.schema, path)
+        table.validate(full=True)
     except (pa.ArrowException, OSError) as err:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _check_schema_version(table.schema, path)
@@ -396,7 +432,7 @@ def _read_file(path: Path) -> pl.DataFrame:
     return validate_trace(frame, path)
 
 
-def _check_utf8(schema: pa.Schema, path: Path) -> None:
+def _check_utf8(schema: pa.Schema, path: str | os.PathLike[str] | None) -> None:
     """Refuse names and metadata (of the schema, or of any column or nested
     field) that are not UTF-8: pyarrow raises on them only when asked for a
     name, and polars panics."""
@@ -421,7 +457,9 @@ def _check_fields(fields: Iterable[pa.Field]) -> None:
         _check_fields(kind.field(i) for i in range(kind.num_fields))
 
 
-def _check_schema_version(schema: pa.Schema, path: Path) -> None:
+def _check_schema_version(
+    schema: pa.Schema, path: str | os.PathLike[str] | None
+) -> None:
     raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"1")
     try:
         version = int(raw)

@@ -11,6 +11,12 @@ It may also be killed at any moment (``kill -9`` included): a restart
 resumes from the store's checkpoint, and the store ends up as an
 uninterrupted run's (``bench/restart.py``). One process writes a store at
 a time; a second ``live`` (or ``serve``) on the same directory is refused.
+
+``--engine spark`` runs the same pipeline as a Spark Structured Streaming
+query (:mod:`sparktrail.engines.spark_live`) on a local session: each
+look at the directory is one ``AvailableNow`` run of the query. It writes
+the same store, and refuses a store the polars engine wrote (and the
+other way round).
 """
 
 from __future__ import annotations
@@ -20,12 +26,15 @@ import datetime as dt
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktrail.engines.online import ClosedWindow, OnlinePipeline
 from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_window
+
+if TYPE_CHECKING:  # imported on demand below: pyspark is optional
+    from sparktrail.engines.spark_live import SparkLivePipeline
 
 __all__ = ["register", "run"]
 
@@ -44,6 +53,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("trace_dir", type=Path, help="directory of *.arrow files")
     add_window(parser, batches=True)
     add_lateness(parser)
+    parser.add_argument(
+        "--engine",
+        choices=("polars", "spark"),
+        default="polars",
+        help="run the pipeline on polars (default) or on Spark Structured Streaming",
+    )
     parser.add_argument(
         "--poll",
         type=float,
@@ -72,11 +87,31 @@ def _report(window: ClosedWindow) -> str:
     return f"window {start:%H:%M:%S.%f} UTC ({length:g} s): {lead}, {hints} hint(s)"
 
 
+def _pipeline(args: argparse.Namespace) -> OnlinePipeline | SparkLivePipeline:
+    """The pipeline of ``args.engine`` on ``args.trace_dir``.
+
+    Raises
+    ------
+    ValueError
+        If the spark engine cannot be imported (pyspark missing).
+    """
+    if args.engine != "spark":
+        return OnlinePipeline(args.trace_dir, args.window, args.lateness)
+    if not isinstance(args.window, int):
+        raise InputError(f"--window {args.window} runs on the polars engine only")
+    try:
+        from sparktrail.engines.spark_live import SparkLivePipeline
+
+        return SparkLivePipeline(args.trace_dir, args.window, args.lateness)
+    except ImportError as err:  # pyspark (and pandas) are an optional extra
+        raise InputError(f"the spark engine is not available: {err}") from err
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the online pipeline on ``args.trace_dir``; returns the exit code."""
     if args.final and not args.once:
         raise InputError("--final needs --once (a live run never knows the end)")
-    pipeline = OnlinePipeline(args.trace_dir, args.window, args.lateness)
+    pipeline = _pipeline(args)
     total = 0
     try:
         while True:
@@ -88,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(args.poll)
     except KeyboardInterrupt:
         print("sparktrail: stopped", file=sys.stderr)
+    finally:
+        if not isinstance(pipeline, OnlinePipeline):
+            pipeline.stop()  # the Spark session it started
     print(
         f"{total} window(s) closed; store: {pipeline.store.root}; "
         f"corrupt files skipped: {pipeline.corrupt_files}; "

@@ -93,3 +93,12 @@ def test_live_window_batch_stores_profile_window_batch_windows(
     captured = capsys.readouterr()
     assert f"{len(stored)} window(s) closed" in captured.err
     assert "UTC (0.351 s): " in captured.out
+
+
+def test_live_window_batch_on_the_spark_engine_is_refused_in_one_line(
+    trace_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["live", str(trace_dir), "--window", "batch", "--engine", "spark"]
+    assert main([*args, "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "sparktrail: error: --window batch runs on the polars engine only"

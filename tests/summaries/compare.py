@@ -28,7 +28,9 @@ def _same_numbers(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         if a is None or b is None:
             return a is b
-        return math.isclose(a, b, rel_tol=0.0, abs_tol=1e-6)
+        # Evidence is rounded to 6 decimals: two numbers equal to 1e-9 may
+        # round to neighbours (0.1078525 to 0.107852 or 0.107853).
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=2e-6)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
