@@ -84,5 +84,8 @@ def activity_from_partial(
             pl.col("cp_ns").fill_null(0.0),
             "time_ns",
         )
-        .sort(["cp_share", "time_ns", "activity"], descending=[True, True, False])
+        .sort(
+            [pl.col("cp_share").round(9), "time_ns", "activity"],
+            descending=[True, True, False],
+        )
     )

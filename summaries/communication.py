@@ -293,7 +293,9 @@ def communication_from_partial(
         per.with_columns(note.otherwise(message).alias("note"))
         .select(*window, *keys, "cp_share", "cp_ns", "edges", "note")
         .sort(
-            [*window, "cp_share", "src", "dst"],
+            # Shares equal to 1e-9 are ties (sums in another order differ in
+            # their last bits): by channel, so every engine lists them alike.
+            [*window, pl.col("cp_share").round(9), "src", "dst"],
             descending=[False] * len(window) + [True, False, False],
             nulls_last=True,
         )

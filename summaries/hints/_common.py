@@ -176,7 +176,9 @@ def hint_frame(hints: list[Hint]) -> pl.DataFrame:
     # another engine) must not swap two hints of equal share.
     saving = -pl.col("saving_share").fill_null(0.0).round(9)
     share = -pl.col("cp_share").round(9)
-    return frame.sort(rank, saving, share, "kind", maintain_order=True)
+    # Then by what they name, so equal hints come in one order on every engine.
+    named = ["kind", "stage_id", "executor_id", "partition"]
+    return frame.sort(rank, saving, share, *named, nulls_last=True, maintain_order=True)
 
 
 def task_shares(
@@ -255,7 +257,8 @@ class Context:
     def stage_cp(self, *activities: str) -> pl.DataFrame:
         """``stage_id, cp``: each stage's CP in ``activities``, largest first.
 
-        Only stages with CP > 0; ties by stage id.
+        Only stages with CP > 0; ties (to 1e-9, as sums in another order
+        differ in their last bits) by stage id.
         """
         return (
             self.partials.stages.filter(
@@ -264,7 +267,7 @@ class Context:
             .group_by("stage_id")
             .agg(pl.col("cp").sum())
             .filter(pl.col("cp") > 0)
-            .sort(["cp", "stage_id"], descending=[True, False])
+            .sort([pl.col("cp").round(9), "stage_id"], descending=[True, False])
         )
 
     def activity_share(self, *names: str) -> float:

@@ -230,7 +230,7 @@ def _intervals(ctx: Context) -> list[dict[str, Any]]:
     """Every driver interval with CP, largest first, placed among the jobs."""
     rows = ctx.partials.driver.select(
         "edge_index", (pl.col("cp") / ctx.n_windows).alias("cp_share")
-    ).sort(["cp_share", "edge_index"], descending=[True, False])
+    ).sort([pl.col("cp_share").round(9), "edge_index"], descending=[True, False])
     jobs = _jobs(ctx)
     out = []
     for r in rows.iter_rows(named=True):
