@@ -163,7 +163,10 @@ def shuffle_bound(ctx: Context) -> list[Hint]:
     else:
         action += ": if it is a join, broadcast the smaller side (broadcast(df))"
     if top:
-        named = ", ".join(f"{c['src']} -> {c['dst']} {c['cp_share']:.0%}" for c in top)
+        named = ", ".join(
+            f"{c['src'] or 'an unknown executor'} -> {c['dst']} {c['cp_share']:.0%}"
+            for c in top
+        )
         action += (
             f"; top channels {named}: co-locate them with fewer, larger "
             "executors (raise spark.executor.cores) so more blocks are local"
