@@ -128,6 +128,7 @@ __all__ = [
     "MAX_POLL_ROWS",
     "ClosedWindow",
     "OnlinePipeline",
+    "PipelineCounters",
     "TraceFileWarning",
 ]
 
@@ -234,7 +235,31 @@ class _Buckets:
         return rows.drop(_POSITION, _FIRST, _LAST)
 
 
-class OnlinePipeline:
+class PipelineCounters:
+    """What both live engines report the same way (see their ``__init__``)."""
+
+    lateness_ns: int
+    _corrupt: dict[str, Any]  # unreadable file -> what marks it (its size)
+    _closed_until: int | None
+    _last: int | None
+
+    @property
+    def corrupt_files(self) -> int:
+        """How many trace files were skipped as unreadable."""
+        return len(self._corrupt)
+
+    @property
+    def closed_until_ns(self) -> int | None:
+        """End of the last closed window (every window before it is closed)."""
+        return self._closed_until
+
+    @property
+    def watermark_ns(self) -> int | None:
+        """Latest event time seen minus the lateness (None before any row)."""
+        return None if self._last is None else self._last - self.lateness_ns
+
+
+class OnlinePipeline(PipelineCounters):
     """Follow a trace directory; close, compute and store windows as they settle.
 
     Parameters
@@ -322,21 +347,6 @@ class OnlinePipeline:
         start = self._open_from()
         ends = [t for t in self._boundaries() if t > start]
         return ends[0] - start if ends else None
-
-    @property
-    def corrupt_files(self) -> int:
-        """How many trace files were skipped as unreadable."""
-        return len(self._corrupt)
-
-    @property
-    def closed_until_ns(self) -> int | None:
-        """End of the last closed window (every window before it is closed)."""
-        return self._closed_until
-
-    @property
-    def watermark_ns(self) -> int | None:
-        """Latest event time seen minus the lateness (None before any row)."""
-        return None if self._last is None else self._last - self.lateness_ns
 
     @property
     def rows_read(self) -> int:

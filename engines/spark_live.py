@@ -136,7 +136,7 @@ from sparktrail.summaries.frames import HAS_PATHS
 from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions
 
-from .online import ROW, ClosedWindow, TraceFileWarning
+from .online import ROW, ClosedWindow, PipelineCounters, TraceFileWarning
 from .spark import (
     _RESULT_TYPES,
     _SUMMARY_COLUMNS,
@@ -268,7 +268,7 @@ def _parts(folder: Path) -> list[str]:
     return sorted(glob.glob(os.path.join(folder, "*.parquet")))
 
 
-class SparkLivePipeline:
+class SparkLivePipeline(PipelineCounters):
     """Follow a trace directory with Spark Structured Streaming; store windows.
 
     Parameters
@@ -342,21 +342,6 @@ class SparkLivePipeline:
         )
 
     # -- state -------------------------------------------------------------
-
-    @property
-    def corrupt_files(self) -> int:
-        """How many trace files were skipped as unreadable."""
-        return len(self._corrupt)
-
-    @property
-    def closed_until_ns(self) -> int | None:
-        """End of the last closed window (every window before it is closed)."""
-        return self._closed_until
-
-    @property
-    def watermark_ns(self) -> int | None:
-        """Latest event time seen minus the lateness (None before any row)."""
-        return None if self._last is None else self._last - self.lateness_ns
 
     @property
     def buffered_rows(self) -> int:
