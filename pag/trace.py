@@ -448,7 +448,9 @@ def _read_file(path: Path) -> pl.DataFrame:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _check_schema_version(table.schema, path)
     try:
-        frame = pl.from_arrow(table)
+        # Not rechunked: a file of many record batches (a trace written in
+        # chunks) would be copied whole out of its memory map.
+        frame = pl.from_arrow(table, rechunk=False)
     except (
         pl.exceptions.PolarsError,
         pl.exceptions.PanicException,  # a BaseException: a last line of defence
