@@ -71,6 +71,12 @@ _NULL_IF_UNSTATED = (
 )
 
 
+#: The trace rows a task's facts are read from: its local activities.
+_TASK_ROWS = (
+    pl.col("task_id").is_not_null()
+    & (pl.col("src_worker") == pl.col("dst_worker"))
+    & (pl.col("activity") != "waiting")
+)
 #: Task facts that are null for every task when their trace column is.
 _ABSENT_IF_UNSTATED = (
     "stage_id",
@@ -234,14 +240,26 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     lo, hi = int(ids[0]), int(ids[1]) + 1
     step = -(-(hi - lo) // chunks)
     starts = range(lo, hi, step)
-    parts = [
-        _task_chunk(
-            frame,
-            (pl.col("task_id") >= a)
-            & (pl.lit(True) if a == starts[-1] else pl.col("task_id") < a + step),
-            absent,
+    # The task rows are bucketed by chunk once (stable: each bucket keeps
+    # the trace's row order, which ``first`` reads); filtering the whole
+    # trace for each chunk would make this quadratic in rows.
+    keyed = (
+        frame.lazy()
+        .with_row_index("row")
+        .filter(_TASK_ROWS)
+        .select(
+            pl.col("row").cast(pl.Int64),
+            ((pl.col("task_id") - lo) // step).alias("chunk"),
         )
-        for a in starts
+        .sort("chunk", maintain_order=True)
+        .collect()
+    )
+    bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
+    rows = keyed["row"]
+    del keyed
+    parts = [
+        _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], pl.lit(True), absent)
+        for k in range(len(starts))
     ]
     return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
 
@@ -281,12 +299,7 @@ def _task_chunk(
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
     return (
         frame.lazy()
-        .filter(
-            pl.col("task_id").is_not_null()
-            & mine
-            & (pl.col("src_worker") == pl.col("dst_worker"))
-            & (pl.col("activity") != "waiting")
-        )
+        .filter(_TASK_ROWS & mine)
         .with_columns(
             pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
             pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),
