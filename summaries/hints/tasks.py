@@ -356,7 +356,9 @@ def task_hints(ctx: Context) -> list[Hint]:
             if r is not None
         ]
         if skew and max(skew) >= opts.skew_factor:
-            stage = ctx.tasks.filter(pl.col("stage_id") == task["stage_id"])
+            stage = ctx.tasks.select("stage_id", "duration_ns").filter(
+                pl.col("stage_id") == task["stage_id"]
+            )
             durations = sorted(stage["duration_ns"].to_list(), reverse=True)
             hints.append(_hotspot(task, max(skew), durations, ctx))
             continue
