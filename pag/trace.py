@@ -16,6 +16,11 @@ Assumptions
 * A damaged file (cut short, bytes changed, another format) is refused with
   a :class:`TraceError` naming it: its buffers are validated before polars
   sees them, as polars trusts Arrow offsets and crashes on bad ones.
+* Written strings are Arrow ``string_view`` (polars' own layout: a file
+  read through a memory map is not copied); ``string`` and
+  ``large_string`` files, from older writers or other producers, are read
+  too (their strings are converted, 16 bytes a value). A file of many
+  record batches is read as many chunks, not copied into one.
 * A trace is validated once, where it enters the pipeline: the public
   entry points take a frame, a path or a :class:`Trace` and call
   :func:`load_trace`, which validates only what is not a :class:`Trace`
