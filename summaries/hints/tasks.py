@@ -270,9 +270,11 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     stage's first-wave tasks are slow (>= ``factor`` x the stage median):
     their slowness is the executors' start-up (JVM, Python workers), not
     their partitions'."""
-    known = tasks.filter(
-        pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null()
-    )
+    # The columns read, not every fact: the joins below copy each column
+    # of millions of tasks.
+    known = tasks.select(
+        "task_id", "executor", "stage_id", "launch_ns", "end_ns", "duration_ns"
+    ).filter(pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null())
     if known.is_empty():
         return set()
     firsts = known.group_by("executor").agg(
