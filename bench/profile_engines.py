@@ -3,14 +3,20 @@
 For each size, a synthetic barrier trace (:func:`sparktrail.synthetic.profile_trace`,
 16 workers, with a task id per local activity and a stage label, so that
 every summary and hint rule has something to read) is written to an Arrow
-trace file, then profiled in a fresh process per engine::
+trace file in chunks (:func:`sparktrail.synthetic.write_profile_trace`, so
+10^8 rows need not fit in memory), then profiled in a fresh process per
+engine::
 
     python -m sparktrail profile TRACE -o OUT --window <span/100>ns --engine E
 
 (about 100 windows). Wall time is the subprocess's; peak memory is the
 largest resident set of the whole process tree (the Spark engine's JVM and
 Python workers are children of the CLI process), sampled every 50 ms with
-psutil. Prints a Markdown table.
+psutil, and the largest of that less its file-backed pages (psutil's
+``shared``: mostly the memory-mapped trace file, which the kernel can take
+back; what is left is anonymous memory, which it cannot without swap).
+Prints a Markdown table. ``--trace-dir DIR`` keeps the trace files there
+(and reuses one already written) instead of a temporary directory.
 
 Run (from the repository root)::
 
@@ -39,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,8 +54,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparktrail.pag.trace import write_trace
-from sparktrail.synthetic import profile_trace
+from sparktrail.synthetic import write_profile_trace
 
 #: Windows per run (the window length is the trace span over this).
 WINDOWS = 100
@@ -65,22 +71,27 @@ class Run:
     seconds: float
     peak_rss_bytes: int
     version: str = "checkout"
+    #: Peak of resident minus file-backed bytes (anonymous memory).
+    peak_anon_bytes: int = 0
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of a process and all its descendants (0 once gone)."""
+def _tree_rss(root: int) -> tuple[int, int]:
+    """Resident bytes of a process and all its descendants, and those
+    bytes less file-backed ones ((0, 0) once gone)."""
     import psutil
 
     try:
         proc = psutil.Process(root)
         procs = [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
-    total = 0
+        return 0, 0
+    total = anon = 0
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
-            total += p.memory_info().rss
-    return total
+            info = p.memory_info()
+            total += info.rss
+            anon += info.rss - info.shared
+    return total, anon
 
 
 def run_profile(
@@ -90,8 +101,9 @@ def run_profile(
     engine: str,
     timeout: float,
     pythonpath: str | None = None,
-) -> tuple[str, float, int]:
-    """Profile ``trace`` in a fresh process: status, seconds, peak tree RSS.
+) -> tuple[str, float, int, int]:
+    """Profile ``trace`` in a fresh process: status, seconds, peak tree RSS
+    and peak anonymous (non-file) RSS.
 
     ``pythonpath``: put this directory first on the child's import path
     (an older ``sparktrail`` to compare with); the child then starts in
@@ -124,10 +136,11 @@ def run_profile(
         env=env,
         cwd=cwd,
     )
-    peak = 0
+    peak = peak_anon = 0
     status = "ok"
     while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc.pid))
+        rss, anon = _tree_rss(proc.pid)
+        peak, peak_anon = max(peak, rss), max(peak_anon, anon)
         if time.perf_counter() - start > timeout:
             proc.kill()
             status = "timeout"
@@ -138,15 +151,28 @@ def run_profile(
     if status == "ok" and proc.returncode != 0:
         status = f"exit {proc.returncode}"
         print(stderr[-2000:], file=sys.stderr)
-    return status, seconds, peak
+    return status, seconds, peak, peak_anon
+
+
+def _span_ns(path: Path) -> int:
+    """Last ``end_ns`` less first ``start_ns`` of a trace file, read mapped."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    with pa.memory_map(str(path)) as source:
+        table = ipc.open_file(source).read_all()
+        end = pc.max(table["end_ns"]).as_py()
+        start = pc.min(table["start_ns"]).as_py()
+    return int(end) - int(start)
 
 
 def table(runs: list[Run]) -> str:
     """The runs as a Markdown table: medians per (rows, engine, version)."""
     lines = [
         "| rows | engine | version | runs | status | wall time (s) "
-        "| peak RSS, process tree (MiB) |",
-        "|---:|---|---|---:|---|---:|---:|",
+        "| peak RSS, process tree (MiB) | of it not file-backed (MiB) |",
+        "|---:|---|---|---:|---|---:|---:|---:|",
     ]
     groups: dict[tuple[int, str, str], list[Run]] = {}
     for r in runs:
@@ -154,10 +180,11 @@ def table(runs: list[Run]) -> str:
     for (rows, engine, version), group in groups.items():
         seconds = statistics.median(r.seconds for r in group)
         peak = statistics.median(r.peak_rss_bytes for r in group)
+        anon = statistics.median(r.peak_anon_bytes for r in group)
         status = ",".join(sorted({r.status for r in group}))
         lines.append(
             f"| {rows:,} | {engine} | {version} | {len(group)} | {status} | "
-            f"{seconds:.1f} | {peak / 2**20:.0f} |"
+            f"{seconds:.1f} | {peak / 2**20:,.0f} | {anon / 2**20:,.0f} |"
         )
     return "\n".join(lines)
 
@@ -180,35 +207,44 @@ def main(argv: list[str] | None = None) -> None:
         help="an older sparktrail package tree to run side by side (see above)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each")
+    parser.add_argument(
+        "--trace-dir",
+        type=Path,
+        help="keep the trace files here (reused when present)",
+    )
     args = parser.parse_args(argv)
     versions: list[tuple[str, str | None]] = [("checkout", None)]
     if args.baseline is not None:
         versions.insert(0, ("baseline", str(args.baseline.resolve())))
     runs: list[Run] = []
     with tempfile.TemporaryDirectory() as tmp:
+        traces = args.trace_dir or Path(tmp)
         for size in args.sizes:
             rows = int(size)
-            trace = profile_trace(rows)
-            path = Path(tmp) / f"trace-{rows}.arrow"
-            write_trace(trace, path)
-            span = int(trace["end_ns"].max()) - int(trace["start_ns"].min())  # type: ignore[arg-type]
-            window_ns = max(1, -(-span // WINDOWS))
-            del trace
+            path = traces / f"profile-trace-{rows}.arrow"
+            if not path.exists():
+                write_profile_trace(rows, path)
+            window_ns = max(1, -(-_span_ns(path) // WINDOWS))
             for engine in args.engines:
                 for _ in range(args.repeat):
                     for version, pythonpath in versions:
                         out = Path(tmp) / f"out-{rows}-{engine}-{version}"
-                        status, seconds, peak = run_profile(
+                        status, seconds, peak, anon = run_profile(
                             path, out, window_ns, engine, args.timeout, pythonpath
                         )
-                        runs.append(Run(rows, engine, status, seconds, peak, version))
+                        runs.append(
+                            Run(rows, engine, status, seconds, peak, version, anon)
+                        )
                         print(
                             f"{rows:,} rows, {engine}, {version}: {status}, "
-                            f"{seconds:.1f} s, {peak / 2**20:.0f} MiB",
+                            f"{seconds:.1f} s, {peak / 2**20:.0f} MiB "
+                            f"({anon / 2**20:.0f} MiB not file-backed)",
                             file=sys.stderr,
                             flush=True,
                         )
-            path.unlink()
+                        shutil.rmtree(out, ignore_errors=True)
+            if args.trace_dir is None:
+                path.unlink()
     print(table(runs))
 
 

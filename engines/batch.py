@@ -23,6 +23,7 @@ __all__ = [
     "BATCH_ROWS",
     "MICRO_BATCHES",
     "Progress",
+    "batch_candidates",
     "micro_batch_bounds",
     "summarize",
     "summarize_micro_batches",
@@ -35,6 +36,10 @@ BATCH_ROWS = 1_000_000
 #: The window length that asks for a window per streaming micro-batch
 #: (``--window batch``), wherever a window length is taken.
 MICRO_BATCHES = "batch"
+#: Rows read at a time when the trace is bucketed by batch.
+_SLICE_ROWS = 10_000_000
+#: Column holding a candidate row's row in the whole trace.
+_ROW = "_sparktrail_trace_row"
 #: ``progress(batches_done, batches)`` after each batch.
 Progress = Callable[[int, int], None]
 
@@ -111,9 +116,21 @@ def summarize(
     batches = window_batches(frame, window, origin, batch_rows)
     if batches:
         extent = trace_extent(frame)
+        rows_of = batch_candidates(frame, window, origin, batches)
     parts = []
     for done, (ts, te) in enumerate(batches, 1):
-        cp, rows = batch_cp(frame, window, origin, ts, te, extent)
+        if len(batches) == 1:
+            cp, rows = batch_cp(frame, window, origin, ts, te, extent)
+        else:
+            # Only the batch's candidate rows are filtered: a scan of the
+            # whole trace per batch would make the run quadratic in rows.
+            mine = rows_of(done - 1)
+            candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
+            cp, rows = batch_cp(
+                candidates, window, origin, ts, te, extent, row_column=_ROW
+            )
+            del candidates
+            cp = cp.drop(_ROW, strict=False)
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
         del rows
@@ -162,6 +179,76 @@ def window_batches(
         (origin_ns + a * window_ns, origin_ns + b * window_ns)
         for a, b in itertools.pairwise(bounds)
     ]
+
+
+def batch_candidates(
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int,
+    batches: list[tuple[int, int]],
+) -> Callable[[int], np.ndarray]:
+    """The rows each of ``batches`` may need, found in one pass over the trace.
+
+    A row touching batch ``b`` (:func:`~sparktrail.pag.windows.touches`)
+    has a window of ``b`` in its
+    :func:`~sparktrail.pag.windows.coarse_range`, so the rows whose coarse
+    range meets ``b``'s windows are a superset of them (which
+    :func:`~sparktrail.pag.window_rows.batch_cp` filters exactly). The
+    rows are bucketed by the batch of their first window, once; a row
+    whose range reaches later batches is kept aside and added to those.
+
+    Parameters
+    ----------
+    trace
+        The whole trace.
+    window_ns, origin_ns
+        The windows.
+    batches
+        :func:`window_batches` of the trace, in order.
+
+    Returns
+    -------
+    callable
+        ``rows(b)``: the candidate rows of batch ``b``, ascending (so they
+        keep the trace's order).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"start_ns": [0, 1, 5, 12], "end_ns": [1, 9, 6, 19]})
+    >>> rows = batch_candidates(t, 4, 0, [(0, 4), (4, 20)])
+    >>> rows(0).tolist(), rows(1).tolist()
+    ([0, 1], [1, 2, 3])
+    """
+    lo, hi = coarse_range(window_ns, origin_ns)
+    firsts = np.array([(ts - origin_ns) // window_ns for ts, _ in batches])
+    first_batch = np.empty(trace.height, dtype=np.int32)
+    spans: list[np.ndarray] = []
+    # In slices: the window indices of 10^8 rows would take 1.6 GB at once.
+    for start in range(0, trace.height, _SLICE_ROWS):
+        k = trace.slice(start, _SLICE_ROWS).select(lo, hi)
+        a = np.searchsorted(firsts, k["lo"].to_numpy(), side="right") - 1
+        b = np.searchsorted(firsts, k["hi"].to_numpy(), side="right") - 1
+        first_batch[start : start + len(a)] = a
+        spans.append(np.flatnonzero(b > a).astype(np.int64) + start)
+        spans.append(b[b > a].astype(np.int64))
+    long_rows = np.concatenate(spans[0::2]) if spans else np.empty(0, np.int64)
+    long_last = np.concatenate(spans[1::2]) if spans else np.empty(0, np.int64)
+    long_first = first_batch[long_rows]
+    # Stable: within a bucket the rows stay in trace order.
+    order = np.argsort(first_batch, kind="stable").astype(
+        np.uint32 if trace.height < 2**32 else np.int64
+    )
+    bounds = np.searchsorted(first_batch[order], np.arange(len(batches) + 1))
+    del first_batch
+
+    def rows(b: int) -> np.ndarray:
+        own = order[bounds[b] : bounds[b + 1]].astype(np.int64)
+        reaching = long_rows[(long_first < b) & (long_last >= b)]
+        if len(reaching) == 0:
+            return own
+        return np.sort(np.concatenate([own, reaching]))
+
+    return rows
 
 
 def micro_batch_bounds(trace: Trace) -> list[int]:

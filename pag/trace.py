@@ -16,6 +16,11 @@ Assumptions
 * A damaged file (cut short, bytes changed, another format) is refused with
   a :class:`TraceError` naming it: its buffers are validated before polars
   sees them, as polars trusts Arrow offsets and crashes on bad ones.
+* Written strings are Arrow ``string_view`` (polars' own layout: a file
+  read through a memory map is not copied); ``string`` and
+  ``large_string`` files, from older writers or other producers, are read
+  too (their strings are converted, 16 bytes a value). A file of many
+  record batches is read as many chunks, not copied into one.
 * A trace is validated once, where it enters the pipeline: the public
   entry points take a frame, a path or a :class:`Trace` and call
   :func:`load_trace`, which validates only what is not a :class:`Trace`
@@ -56,6 +61,7 @@ __all__ = [
     "trace_files",
     "validate_trace",
     "write_trace",
+    "write_trace_batches",
 ]
 
 SCHEMA_VERSION = 1
@@ -303,7 +309,9 @@ def write_trace(
     The file is written under a hidden temporary name in the same directory
     and renamed into place, so a reader never sees half a file. The
     application's ``context`` (by default a :class:`Trace`'s own) goes into
-    the file's metadata, where :func:`read_context` finds it.
+    the file's metadata, where :func:`read_context` finds it. Strings are
+    stored as Arrow ``string_view``, polars' own layout, so that a reader
+    maps them from the file instead of copying them.
 
     Returns
     -------
@@ -319,28 +327,92 @@ def write_trace(
     ...     read_trace(write_trace(df, Path(d) / "t.arrow"))["activity"].to_list()
     ['gc']
     """
-    target = Path(path)
     if isinstance(df, Trace):
         context = df.context if context is None else context
         df = df.frame
-    table = validate_trace(df, target).to_arrow()
-    metadata = dict(table.schema.metadata or {})
-    metadata[SCHEMA_VERSION_KEY] = str(SCHEMA_VERSION).encode()
-    if context is not None and context.known:
-        metadata[CONTEXT_KEY] = context.to_json().encode()
-    table = table.replace_schema_metadata(metadata)
+    return write_trace_batches([df], path, context)
+
+
+def write_trace_batches(
+    frames: Iterable[pl.DataFrame],
+    path: str | os.PathLike[str],
+    context: AppContext | None = None,
+) -> Path:
+    """Write ``frames`` one after another as one trace file at ``path``.
+
+    Each frame is validated (:func:`validate_trace`) and written as the
+    file's next record batches as it comes, so a trace longer than memory
+    can be written from an iterator of chunks; the file reads back as the
+    frames concatenated. One frame: :func:`write_trace`. The file appears
+    at ``path`` (renamed into place) only when every frame is written.
+
+    Parameters
+    ----------
+    frames
+        Trace frames with the same columns (no frame: an empty trace).
+    path
+        The file to write.
+    context
+        The application's context, for the file's metadata.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Raises
+    ------
+    TraceError
+        If a frame breaks the schema (a row number counts within its
+        frame), or its columns or types differ from the first frame's.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> df = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [5], "activity": ["gc"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = write_trace_batches([df, df.with_columns(end_ns=6)], Path(d) / "t")
+    ...     read_trace(p)["end_ns"].to_list()
+    [5, 6]
+    """
+    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    metadata = {SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()}
+    if context is not None and context.known:
+        metadata[CONTEXT_KEY] = context.to_json().encode()
     try:
-        with (
-            pa.OSFile(str(temporary), "wb") as sink,
-            ipc.new_file(sink, table.schema) as writer,
-        ):
-            writer.write_table(table)
+        with pa.OSFile(str(temporary), "wb") as sink:
+            writer: ipc.RecordBatchFileWriter | None = None
+            schema: pa.Schema | None = None
+            for k, frame in enumerate(frames):
+                table = _arrow(validate_trace(frame, target))
+                if schema is None:
+                    schema = table.schema.with_metadata(metadata)
+                    writer = ipc.new_file(sink, schema)
+                elif not table.schema.equals(schema, check_metadata=False):
+                    raise TraceError(
+                        f"frame {k} has columns {table.schema.names} of other "
+                        f"types than frame 0's ({schema.names})",
+                        path=target,
+                    )
+                assert writer is not None
+                writer.write_table(table.replace_schema_metadata(metadata))
+            if writer is None:
+                schema = _arrow(empty_trace()).schema.with_metadata(metadata)
+                writer = ipc.new_file(sink, schema)
+            writer.close()
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
     return target
+
+
+def _arrow(frame: pl.DataFrame) -> pa.Table:
+    # string_view is polars' own string layout: read back from a memory
+    # map it needs no copy (large_string is converted, 16 bytes a value).
+    return frame.to_arrow(compat_level=pl.CompatLevel.newest())
 
 
 def trace_files(path: str | os.PathLike[str]) -> list[Path]:
@@ -417,7 +489,9 @@ def _read_source(
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _check_schema_version(table.schema, path)
     try:
-        frame = pl.from_arrow(table)
+        # Not rechunked: a file of many record batches (a trace written in
+        # chunks) would be copied whole out of its memory map.
+        frame = pl.from_arrow(table, rechunk=False)
     except (
         pl.exceptions.PolarsError,
         pl.exceptions.PanicException,  # a BaseException: a last line of defence

@@ -72,6 +72,23 @@ _NULL_IF_UNSTATED = (
 )
 
 
+#: The trace rows a task's facts are read from: its local activities.
+_TASK_ROWS = (
+    pl.col("task_id").is_not_null()
+    & (pl.col("src_worker") == pl.col("dst_worker"))
+    & (pl.col("activity") != "waiting")
+)
+#: Task facts that are null for every task when their trace column is.
+_ABSENT_IF_UNSTATED = (
+    "stage_id",
+    "operator",
+    "job_id",
+    "partition",
+    "status",
+    *_NULL_IF_UNSTATED,
+)
+
+
 def executor_of(worker: pl.Expr) -> pl.Expr:
     """The executor a worker belongs to (null for the driver timeline).
 
@@ -226,35 +243,80 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     ids = frame.select(
         pl.col("task_id").min().alias("lo"), pl.col("task_id").max().alias("hi")
     ).row(0)
+    # A fact whose trace column holds no value is null for every task: it is
+    # added at the end as a constant column (no memory), not aggregated
+    # into millions of nulls.
+    absent = tuple(
+        c for c in _ABSENT_IF_UNSTATED if frame[c].null_count() == frame.height
+    )
     chunks = max(1, -(-len(frame) // TASK_CHUNK_ROWS))
     if ids[0] is None or chunks == 1:
-        return _task_chunk(frame, pl.lit(True))
+        return _with_absent(_task_chunk(frame, pl.lit(True), absent), frame, absent)
     # Ranges of ids, not a modulo: each chunk comes out sorted by task id, so
     # their concatenation is too, without sorting (copying) the whole.
     lo, hi = int(ids[0]), int(ids[1]) + 1
     step = -(-(hi - lo) // chunks)
     starts = range(lo, hi, step)
-    parts = [
-        _task_chunk(
-            frame,
-            (pl.col("task_id") >= a)
-            & (pl.lit(True) if a == starts[-1] else pl.col("task_id") < a + step),
+    # The task rows are bucketed by chunk once (stable: each bucket keeps
+    # the trace's row order, which ``first`` reads); filtering the whole
+    # trace for each chunk would make this quadratic in rows.
+    keyed = (
+        frame.lazy()
+        .with_row_index("row")
+        .filter(_TASK_ROWS)
+        .select(
+            pl.col("row").cast(pl.Int64),
+            ((pl.col("task_id") - lo) // step).alias("chunk"),
         )
-        for a in starts
+        .sort("chunk", maintain_order=True)
+        .collect()
+    )
+    bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
+    rows = keyed["row"]
+    del keyed
+    parts = [
+        _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], pl.lit(True), absent)
+        for k in range(len(starts))
     ]
-    return pl.concat(parts, rechunk=False)
+    return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
 
 
-def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
+def _with_absent(
+    facts: pl.DataFrame, frame: pl.DataFrame, absent: tuple[str, ...]
+) -> pl.DataFrame:
+    """``facts`` with the ``absent`` facts back as null columns, in place."""
+    if not absent:
+        return facts
+    schema = _task_chunk(frame.clear(), pl.lit(True), ()).schema
+    # A literal column is constant: polars keeps one value for all rows.
+    return facts.with_columns(
+        pl.lit(None, dtype=schema[c]).alias(c) for c in absent
+    ).select(schema.names())
+
+
+def _task_chunk(
+    frame: pl.DataFrame, mine: pl.Expr, absent: tuple[str, ...]
+) -> pl.DataFrame:
     span = pl.col("end_ns") - pl.col("start_ns")
+    facts = [
+        pl.col("stage_id").first(ignore_nulls=True),
+        pl.col("operator").first(ignore_nulls=True),
+        pl.col("job_id").first(ignore_nulls=True),
+        pl.col("partition").first(ignore_nulls=True),
+        pl.col("src_worker").first().alias("worker"),
+        pl.col("start_ns").min().alias("launch_ns"),
+        pl.col("end_ns").max(),
+        pl.col("_useful").sum().alias("useful_ns"),
+        pl.col("_run").sum().alias("run_ns"),
+        pl.col("_gc").sum().alias("gc_ns"),
+        *[pl.col(c).sum() for c in _WORK],
+        pl.col("status").first(ignore_nulls=True),
+        *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
+    ]
+    stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
     tasks = (
         frame.lazy()
-        .filter(
-            pl.col("task_id").is_not_null()
-            & mine
-            & (pl.col("src_worker") == pl.col("dst_worker"))
-            & (pl.col("activity") != "waiting")
-        )
+        .filter(_TASK_ROWS & mine)
         .with_columns(
             pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
             pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),
@@ -262,19 +324,11 @@ def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
         )
         .group_by("task_id")
         .agg(
-            pl.col("stage_id").first(ignore_nulls=True),
-            pl.col("operator").first(ignore_nulls=True),
-            pl.col("job_id").first(ignore_nulls=True),
-            pl.col("partition").first(ignore_nulls=True),
-            pl.col("src_worker").first().alias("worker"),
-            pl.col("start_ns").min().alias("launch_ns"),
-            pl.col("end_ns").max(),
-            pl.col("_useful").sum().alias("useful_ns"),
-            pl.col("_run").sum().alias("run_ns"),
-            pl.col("_gc").sum().alias("gc_ns"),
-            *[pl.col(c).sum() for c in _WORK],
-            pl.col("status").first(ignore_nulls=True),
-            *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
+            f
+            for f in facts
+            if f.meta.output_name() not in absent
+            and f.meta.output_name().removeprefix("_").removesuffix("_seen")
+            not in absent
         )
         .collect()
     )
@@ -285,9 +339,9 @@ def _task_chunk(frame: pl.DataFrame, mine: pl.Expr) -> pl.DataFrame:
             executor_of_column(tasks, "worker").alias("executor"),
             *[
                 pl.when(pl.col(f"_{c}_seen") > 0).then(pl.col(c)).alias(c)
-                for c in _NULL_IF_UNSTATED
+                for c in stated
             ],
         )
-        .drop(*[f"_{c}_seen" for c in _NULL_IF_UNSTATED])
+        .drop(*[f"_{c}_seen" for c in stated])
         .sort("task_id")
     )

@@ -67,14 +67,18 @@ def _endpoint(worker: pl.Expr) -> pl.Expr:
 
 
 def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
+    # Lazy: only the five columns read are filtered (an eager filter copies
+    # every column of the task rows, gigabytes for 10^8 rows).
     return (
-        trace.filter(pl.col("stage_id").is_not_null() & pl.col("task_id").is_not_null())
+        trace.lazy()
+        .filter(pl.col("stage_id").is_not_null() & pl.col("task_id").is_not_null())
         .group_by("stage_id")
         .agg(
             pl.col("job_id").drop_nulls().first(),
             pl.col("start_ns").min().alias("first_ns"),
             pl.col("end_ns").max().alias("last_ns"),
         )
+        .collect()
     )
 
 
@@ -100,13 +104,18 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
     frame = load_trace(trace).frame
     spans = _stage_spans(frame)
     if "shuffle_write_bytes" in frame.columns:
-        writing = frame.filter(pl.col("shuffle_write_bytes") > 0)
+        # Only the columns read: the writers of a big trace are millions.
+        writing = frame.select("stage_id", "src_worker", "shuffle_write_bytes").filter(
+            pl.col("shuffle_write_bytes") > 0
+        )
         written = (
             writing.with_columns(
                 executor_of_column(writing, "src_worker").alias("src_executor")
             )
+            .lazy()
             .group_by("stage_id", "src_executor")
             .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
+            .collect()
         )
     else:
         written = pl.DataFrame(

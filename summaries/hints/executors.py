@@ -66,6 +66,10 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
     other executors' median task time in the same stage), counting only
     stages where each side ran ``min_tasks`` tasks or more, and leaving out
     each executor's first wave of tasks."""
+    # Only the columns read are filtered (selecting them copies nothing).
+    tasks = tasks.select(
+        "executor", "stage_id", "status", "duration_ns", "launch_ns", "end_ns"
+    )
     done = (
         tasks.filter(
             pl.col("executor").is_not_null()
@@ -100,7 +104,9 @@ def _saving(
     ``critical x (1 - 1 / slowdown)``; without a robust slowdown, the ratio
     of its mean task time to the others' in the stages both ran."""
     if slowdown is None:
-        done = ctx.tasks.filter(pl.col("executor").is_not_null())
+        done = ctx.tasks.select("executor", "stage_id", "duration_ns").filter(
+            pl.col("executor").is_not_null()
+        )
         mine = done.filter(pl.col("executor") == executor)
         others = done.filter(
             (pl.col("executor") != executor)

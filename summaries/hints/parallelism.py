@@ -40,17 +40,33 @@ from ._common import Context, Hint, fmt_s, severity
 __all__ = ["parallelism"]
 
 
-def _stage(tasks: pl.DataFrame, stage_id: int) -> dict[str, float]:
-    rows = tasks.filter(pl.col("stage_id") == stage_id)
+def _stage(tasks: pl.DataFrame, stage_id: int) -> tuple[dict[str, float], int | None]:
+    """The stage's task numbers, and its first task's launch (None: no task)."""
+    # One aggregation: filtering the facts first would copy every column
+    # of the stage's tasks (millions of rows).
+    row = (
+        tasks.lazy()
+        .filter(pl.col("stage_id") == stage_id)
+        .select(
+            pl.len().alias("tasks"),
+            pl.col("records").sum(),
+            pl.col("useful_ns").sum(),
+            (pl.col("end_ns").max() - pl.col("launch_ns").min()).alias("span"),
+            pl.col("worker").n_unique().alias("slots_now"),
+            pl.col("launch_ns").min().alias("start"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
     # A stage whose rows carry no task ids (a hand-made trace) has no tasks.
-    span = rows.select(pl.col("end_ns").max() - pl.col("launch_ns").min()).item()
-    return {
-        "tasks": len(rows),
-        "records": float(rows["records"].sum()),
-        "useful_ns": float(rows["useful_ns"].sum()),
-        "stage_time_ns": float(span or 0),
-        "slots_now": rows["worker"].n_unique(),
+    numbers = {
+        "tasks": row["tasks"],
+        "records": float(row["records"]),
+        "useful_ns": float(row["useful_ns"]),
+        "stage_time_ns": float(row["span"] or 0),
+        "slots_now": row["slots_now"],
     }
+    return numbers, row["start"]
 
 
 def _action(
@@ -102,11 +118,11 @@ def parallelism(ctx: Context) -> list[Hint]:
     tasks = ctx.tasks
     hints = []
     for op in stages.iter_rows(named=True):
-        s: dict[str, Any] = dict(_stage(tasks, op["stage_id"]))
+        numbers, first = _stage(tasks, op["stage_id"])
+        s: dict[str, Any] = dict(numbers)
         if s["tasks"] == 0 or s["useful_ns"] <= 0 or s["stage_time_ns"] <= 0:
             continue
-        rows = tasks.filter(pl.col("stage_id") == op["stage_id"])
-        start = int(rows["launch_ns"].min())  # type: ignore[arg-type]
+        start = int(first)  # type: ignore[arg-type]
         s["slots"] = ctx.slots_during(start, start + int(s["stage_time_ns"]))
         if opts.target_stage_seconds is not None:
             target_ns = opts.target_stage_seconds * 1e9

@@ -96,7 +96,14 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
             opts.over_partitioned_fixed_share_small_data,
         ):
             continue
-        tasks = ctx.tasks.filter(pl.col("stage_id") == row["stage_id"])
+        # The four columns read, not every fact of the stage's tasks (a
+        # copy of millions of rows).
+        tasks = (
+            ctx.tasks.lazy()
+            .filter(pl.col("stage_id") == row["stage_id"])
+            .select("launch_ns", "end_ns", "duration_ns", "bytes")
+            .collect()
+        )
         n = len(tasks)
         start = int(tasks["launch_ns"].min())  # type: ignore[arg-type]
         end = int(tasks["end_ns"].max())  # type: ignore[arg-type]

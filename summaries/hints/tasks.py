@@ -270,9 +270,11 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     stage's first-wave tasks are slow (>= ``factor`` x the stage median):
     their slowness is the executors' start-up (JVM, Python workers), not
     their partitions'."""
-    known = tasks.filter(
-        pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null()
-    )
+    # The columns read, not every fact: the joins below copy each column
+    # of millions of tasks.
+    known = tasks.select(
+        "task_id", "executor", "stage_id", "launch_ns", "end_ns", "duration_ns"
+    ).filter(pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null())
     if known.is_empty():
         return set()
     firsts = known.group_by("executor").agg(
@@ -356,7 +358,9 @@ def task_hints(ctx: Context) -> list[Hint]:
             if r is not None
         ]
         if skew and max(skew) >= opts.skew_factor:
-            stage = ctx.tasks.filter(pl.col("stage_id") == task["stage_id"])
+            stage = ctx.tasks.select("stage_id", "duration_ns").filter(
+                pl.col("stage_id") == task["stage_id"]
+            )
             durations = sorted(stage["duration_ns"].to_list(), reverse=True)
             hints.append(_hotspot(task, max(skew), durations, ctx))
             continue

@@ -148,3 +148,43 @@ def test_a_batch_size_must_be_a_positive_integer() -> None:
     )
     with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
         summarize(t, 1, batch_rows=0)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 50, 400])
+def test_batch_candidates_hold_every_row_touching_their_batch(batch_rows):
+    from sparktrail.engines.batch import batch_candidates
+    from sparktrail.pag.windows import touches
+
+    # A long row (its range reaches later batches) and an instant.
+    trace = validate_trace(
+        pl.concat(
+            [
+                profile_trace(1_200).select(
+                    "src_worker", "dst_worker", "start_ns", "end_ns", "activity"
+                ),
+                pl.DataFrame(
+                    {
+                        "src_worker": ["exec-0/0", "exec-0/1"],
+                        "dst_worker": ["exec-0/0", "exec-0/1"],
+                        "start_ns": [0, 900_000],
+                        "end_ns": [2_000_000, 900_000],
+                        "activity": ["gc", "scheduling"],
+                    }
+                ),
+            ]
+        )
+    )
+    window = 100_000
+    batches = window_batches(trace, window, 0, batch_rows)
+    rows = batch_candidates(trace, window, 0, batches)
+    numbered = trace.with_row_index("r")
+    assert len(batches) > 3
+    for b, (ts, te) in enumerate(batches):
+        need = set(numbered.filter(touches(ts, te))["r"].to_list())
+        got = rows(b)
+        assert need <= set(got.tolist())
+        assert list(got) == sorted(got)
+    # The long row lies in every batch that starts before it ends.
+    reached = [b for b, (ts, _) in enumerate(batches) if ts < 2_000_000]
+    assert len(reached) > 1
+    assert all(trace.height - 2 in rows(b).tolist() for b in reached)

@@ -270,7 +270,12 @@ def drifted(draw: st.DrawFn) -> pa.Table:
             table = table.slice(start, draw(st.integers(0, 5)))
         else:  # several record batches, and an empty one
             size = draw(st.integers(1, 16))
-            empty = pa.RecordBatch.from_pylist([], schema=table.schema)
+            # From the columns, not from Python values: pyarrow cannot build
+            # a dictionary of string_view (the trace's strings) from a list.
+            empty = pa.RecordBatch.from_arrays(
+                [c.slice(0, 0).combine_chunks() for c in table.columns],
+                schema=table.schema,
+            )
             batches = [*table.to_batches(max_chunksize=size), empty]
             table = pa.Table.from_batches(batches, schema=table.schema)
     return table

@@ -292,3 +292,40 @@ def test_nonexistent_path_raises_file_not_found(tmp_path):
         read_trace(missing)
     with pytest.raises(FileNotFoundError):
         critical_participation(missing, 10)
+
+
+def test_trace_files_store_strings_as_views(tmp_path):
+    # string_view is polars' layout: a reader maps the strings, no copy.
+    path = write_trace(sample(), tmp_path / "t.arrow")
+    with pa.memory_map(str(path)) as source:
+        schema = ipc.open_file(source).schema
+    assert schema.field("src_worker").type == pa.string_view()
+    assert schema.field("start_ns").type == pa.int64()
+
+
+def test_batches_read_back_as_the_frames_concatenated(tmp_path):
+    from sparktrail.pag.trace import write_trace_batches
+
+    parts = [sample(3), sample(2, offset=100), sample(4, offset=200)]
+    path = write_trace_batches(iter(parts), tmp_path / "t.arrow")
+    whole = write_trace(pl.concat(parts), tmp_path / "whole.arrow")
+    assert read_trace(path).equals(read_trace(whole))
+    assert read_trace(path).height == 9
+
+
+def test_batches_of_other_columns_are_refused_and_nothing_is_left(tmp_path):
+    from sparktrail.pag.trace import write_trace_batches
+
+    other = sample(2).with_columns(pl.lit("x").alias("extra"))
+    with pytest.raises(TraceError, match="frame 1 has columns"):
+        write_trace_batches([sample(2), other], tmp_path / "t.arrow")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_batches_write_an_empty_trace(tmp_path):
+    from sparktrail.pag.trace import write_trace_batches
+
+    path = write_trace_batches([], tmp_path / "t.arrow")
+    frame = read_trace(path)
+    assert frame.height == 0
+    assert frame.columns == list(TRACE_COLUMNS)
