@@ -331,22 +331,21 @@ def saved_window(folder: str | os.PathLike[str]) -> tuple[int, int]:
     ...     saved_window(summarize(t, 4).save(d))
     (4, 0)
     """
-    path = Path(folder) / "windows.parquet"
-    meta = pl.read_parquet_metadata(path)
-    if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
-        return _saved_window(path, pl.DataFrame())
-    return _saved_window(path, pl.read_parquet(path))
+    return _saved_window(Path(folder) / "windows.parquet", None)
 
 
-def _saved_window(path: Path, windows: pl.DataFrame) -> tuple[int, int]:
+def _saved_window(path: Path, windows: pl.DataFrame | None) -> tuple[int, int]:
     """``(window_ns, origin_ns)`` from the metadata of ``path``, or else
-    from its ``windows`` frame (first window), or else ``(0, 0)``."""
+    from its ``windows`` frame (first window; read from ``path`` when not
+    given), or else ``(0, 0)``."""
     meta = pl.read_parquet_metadata(path)
     if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
         try:
             return int(meta[WINDOW_NS_KEY]), int(meta[ORIGIN_NS_KEY])
         except ValueError as err:
             raise InputError(f"{path}: window metadata is not an integer") from err
+    if windows is None:
+        windows = pl.read_parquet(path)
     if windows.is_empty():
         return 0, 0
     first = windows.row(0, named=True)
