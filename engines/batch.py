@@ -116,6 +116,7 @@ def summarize(
     batches = window_batches(frame, window, origin, batch_rows)
     if batches:
         extent = trace_extent(frame)
+    if len(batches) > 1:  # one batch reads the whole trace: nothing to bucket
         rows_of = batch_candidates(frame, window, origin, batches)
     parts = []
     for done, (ts, te) in enumerate(batches, 1):
