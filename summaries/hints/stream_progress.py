@@ -234,10 +234,10 @@ def _on_ticks(starts: Sequence[int], estimate_ns: float) -> int | None:
     candidates = [ms for ms in range(low, centre + span + 1, ROUND_MS) if ms > 0]
     if not candidates:
         return None
-    best = min(
-        candidates, key=lambda ms: (_ticks_off(starts, ms * MS), abs(ms - centre))
+    off, _, best = min(
+        (_ticks_off(starts, ms * MS), abs(ms - centre), ms) for ms in candidates
     )
-    return best * MS if _ticks_off(starts, best * MS) <= SPACING_SLACK_NS else None
+    return best * MS if off <= SPACING_SLACK_NS else None
 
 
 def _trigger_interval_ns(batches: Sequence[StreamBatch]) -> int | None:
