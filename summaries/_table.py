@@ -251,7 +251,7 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     )
     chunks = max(1, -(-len(frame) // TASK_CHUNK_ROWS))
     if ids[0] is None or chunks == 1:
-        return _with_absent(_task_chunk(frame, pl.lit(True), absent), frame, absent)
+        return _with_absent(_task_chunk(frame, absent), frame, absent)
     # Ranges of ids, not a modulo: each chunk comes out sorted by task id, so
     # their concatenation is too, without sorting (copying) the whole.
     lo, hi = int(ids[0]), int(ids[1]) + 1
@@ -275,7 +275,7 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     rows = keyed["row"]
     del keyed
     parts = [
-        _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], pl.lit(True), absent)
+        _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], absent)
         for k in range(len(starts))
     ]
     return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
@@ -287,16 +287,14 @@ def _with_absent(
     """``facts`` with the ``absent`` facts back as null columns, in place."""
     if not absent:
         return facts
-    schema = _task_chunk(frame.clear(), pl.lit(True), ()).schema
+    schema = _task_chunk(frame.clear(), ()).schema
     # A literal column is constant: polars keeps one value for all rows.
     return facts.with_columns(
         pl.lit(None, dtype=schema[c]).alias(c) for c in absent
     ).select(schema.names())
 
 
-def _task_chunk(
-    frame: pl.DataFrame, mine: pl.Expr, absent: tuple[str, ...]
-) -> pl.DataFrame:
+def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
     span = pl.col("end_ns") - pl.col("start_ns")
     facts = [
         pl.col("stage_id").first(ignore_nulls=True),
@@ -316,7 +314,7 @@ def _task_chunk(
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
     tasks = (
         frame.lazy()
-        .filter(_TASK_ROWS & mine)
+        .filter(_TASK_ROWS)
         .with_columns(
             pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
             pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),

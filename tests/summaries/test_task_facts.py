@@ -28,7 +28,7 @@ def _every_fact(trace: pl.DataFrame) -> pl.DataFrame:
     )
     if "status" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("status"))
-    return _task_chunk(frame, pl.lit(True), ())
+    return _task_chunk(frame, ())
 
 
 @pytest.mark.parametrize("chunk_rows", [10**7, 50])
