@@ -71,7 +71,7 @@ EXECUTOR_STATS: dict[str, pl.DataType] = {
 _FAILED = ("failed", "killed")
 
 
-def _work(tasks: pl.DataFrame) -> list[pl.Expr]:
+def _work() -> list[pl.Expr]:
     """Aggregations shared by both tables (over a group of task attempts)."""
     spilled = pl.col("memory_bytes_spilled").fill_null(0) + pl.col(
         "disk_bytes_spilled"
@@ -153,9 +153,9 @@ def stage_stats(
     ...     "skew", "records", "gc_share", "cp_share").row(0)
     (0, 50, 3, 4.0, 30, 0.0833..., 0.75)
     """
-    facts = _with_optional(tasks).filter(pl.col("stage_id").is_not_null())
-    if facts.is_empty():
-        return pl.DataFrame(schema=STAGE_STATS)
+    # Lazy: only the columns aggregated are read; an eager filter copied
+    # every fact of millions of tasks.
+    facts = _with_optional(tasks).lazy().filter(pl.col("stage_id").is_not_null())
     share = (
         stage_cp.filter(pl.col("stage_id").is_not_null())
         .group_by("stage_id")
@@ -172,11 +172,14 @@ def stage_stats(
             median.cast(pl.Float64).alias("median_task_ns"),
             longest.alias("max_task_ns"),
             pl.when(median > 0).then(longest / median).alias("skew"),
-            *_work(facts),
+            *_work(),
         )
+        .collect()
         .join(share, on="stage_id", how="left")
         .with_columns(pl.col("cp_share").fill_null(0.0))
     )
+    if out.is_empty():
+        return pl.DataFrame(schema=STAGE_STATS)
     return _shaped(out, STAGE_STATS, "stage_id")
 
 
@@ -215,9 +218,13 @@ def executor_stats(
     ...     "failed_tasks", "task_ns", "gc_share", "cp_share").rows()
     [('1', 2, 1, 40, 0.1, 0.8)]
     """
-    facts = _with_optional(tasks).filter(pl.col("executor").is_not_null())
-    per_task = facts.group_by(pl.col("executor").alias("executor_id")).agg(
-        pl.col("duration_ns").sum().cast(pl.Int64).alias("task_ns"), *_work(facts)
+    per_task = (
+        _with_optional(tasks)
+        .lazy()
+        .filter(pl.col("executor").is_not_null())
+        .group_by(pl.col("executor").alias("executor_id"))
+        .agg(pl.col("duration_ns").sum().cast(pl.Int64).alias("task_ns"), *_work())
+        .collect()
     )
     shares = _with_optional(executor).select(
         pl.col(c) if c in executor.columns else pl.lit(None, dtype=t).alias(c)

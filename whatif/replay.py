@@ -337,25 +337,41 @@ def _gaps(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _tasks(frame: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
-    local = frame.filter(
-        pl.col("task_id").is_not_null()
-        & (pl.col("src_worker") == pl.col("dst_worker"))
-        & pl.col("src_worker").str.starts_with(_SLOT_PREFIX)
-    )
+    span = pl.col("end_ns") - pl.col("start_ns")
     overhead = pl.col("activity").is_in(_OVERHEAD_ACTIVITIES)
+    # Only the columns read are filtered (an eager filter copied every
+    # column), then grouped eagerly: a lazy group-by of millions of tasks
+    # peaked at twice the memory. ``first(ignore_nulls=True)`` does not
+    # materialize each group as ``drop_nulls().first()`` does.
+    local = (
+        frame.lazy()
+        .filter(
+            pl.col("task_id").is_not_null()
+            & (pl.col("src_worker") == pl.col("dst_worker"))
+            & pl.col("src_worker").str.starts_with(_SLOT_PREFIX)
+        )
+        .select(
+            "task_id",
+            "src_worker",
+            "stage_id",
+            "partition",
+            "job_id",
+            "start_ns",
+            "end_ns",
+            pl.when(overhead).then(span).otherwise(0).alias("_overhead"),
+        )
+        .collect()
+    )
     tasks = (
         local.group_by("task_id")
         .agg(
             pl.col("src_worker").first().alias("worker"),
-            pl.col("stage_id").drop_nulls().first().fill_null(-1),
-            pl.col("partition").drop_nulls().first(),
-            pl.col("job_id").drop_nulls().first(),
+            pl.col("stage_id").first(ignore_nulls=True).fill_null(-1),
+            pl.col("partition").first(ignore_nulls=True),
+            pl.col("job_id").first(ignore_nulls=True),
             pl.col("start_ns").min().alias("launch_ns"),
             pl.col("end_ns").max(),
-            (pl.col("end_ns") - pl.col("start_ns"))
-            .filter(overhead)
-            .sum()
-            .alias("overhead_ns"),
+            pl.col("_overhead").sum().alias("overhead_ns"),
         )
         .with_columns((pl.col("end_ns") - pl.col("launch_ns")).alias("duration_ns"))
         .sort("launch_ns", "end_ns", "task_id")

@@ -186,7 +186,15 @@ def memory_of(ctx: Context) -> Memory:
 
 
 def _where(ctx: Context, stage_id: int) -> str:
-    rows = ctx.tasks.filter(pl.col("stage_id") == stage_id).head(1)
+    # One column of one row: an eager filter copied every fact of the
+    # stage's tasks (millions in a long run).
+    rows = (
+        ctx.tasks.lazy()
+        .filter(pl.col("stage_id") == stage_id)
+        .select("operator")
+        .head(1)
+        .collect()
+    )
     if rows.is_empty() or rows["operator"][0] is None:
         return f"stage {stage_id}"
     name, site = stage_name(pl.lit(rows["operator"][0]))

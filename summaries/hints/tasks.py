@@ -64,11 +64,13 @@ def _ratio_of(value: str, median: str) -> pl.Expr:
     )
 
 
-def _critical_with_stage_stats(
-    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr
+def _outliers_with_stage_stats(
+    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr, outlier: pl.Expr
 ) -> pl.DataFrame:
-    """The ``critical`` tasks of stages with ``min_tasks`` tasks or more,
-    each with its stage's task count and medians (in task order)."""
+    """The ``critical`` and ``outlier`` tasks of stages with ``min_tasks``
+    tasks or more, each with its stage's task count and medians (in task
+    order). ``outlier`` reads the task's ``records, bytes, duration_ns`` and
+    the stage's ``median_records, median_bytes, median_ns``."""
     stats = (
         tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
@@ -80,16 +82,28 @@ def _critical_with_stage_stats(
             pl.col("bytes").median().alias("median_bytes"),
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
+        .collect()
+    )
+    # Every task of a stage on the path is critical: tens of millions in a
+    # long run. They are compared with their stage's medians on the columns
+    # the comparison reads only, streamed, and only the few outliers are
+    # gathered with all their facts.
+    outliers = (
+        tasks.lazy()
+        .with_row_index("_row")
+        .filter(pl.col("stage_id").is_not_null() & critical)
+        .select("_row", "stage_id", "duration_ns", "records", "bytes")
+        .join(stats.lazy(), on="stage_id", how="inner")
+        .filter(outlier)
+        .select("_row", *stats.columns[1:])
+        .collect(engine="streaming")
+        .sort("_row")
     )
     name, call_site = stage_name(pl.col("operator"))
-    # The few critical tasks are picked before the join and the name
-    # parsing: a long trace has millions of tasks.
     return (
-        tasks.lazy()
-        .filter(pl.col("stage_id").is_not_null() & critical)
-        .join(stats, on="stage_id", how="inner", maintain_order="left")
+        tasks[outliers["_row"]]
+        .hstack(outliers.drop("_row"))
         .with_columns(name.alias("name"), call_site.alias("call_site"))
-        .collect()
     )
 
 
@@ -270,30 +284,38 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     stage's first-wave tasks are slow (>= ``factor`` x the stage median):
     their slowness is the executors' start-up (JVM, Python workers), not
     their partitions'."""
-    # The columns read, not every fact: the joins below copy each column
-    # of millions of tasks.
-    known = tasks.select(
-        "task_id", "executor", "stage_id", "launch_ns", "end_ns", "duration_ns"
-    ).filter(pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null())
-    if known.is_empty():
-        return set()
-    firsts = known.group_by("executor").agg(
-        pl.col("end_ns").min().alias("_first_end"),
-        pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
+    known = (
+        tasks.lazy()
+        .select("task_id", "executor", "stage_id", "launch_ns", "end_ns", "duration_ns")
+        .filter(pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null())
     )
-    medians = known.group_by("stage_id").agg(
-        pl.col("duration_ns").median().alias("_median")
+    firsts = (
+        known.group_by("executor")
+        .agg(
+            pl.col("end_ns").min().alias("_first_end"),
+            pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
+        )
+        .collect()
     )
-    slow_wave = (
-        known.join(firsts, on="executor")
-        .join(medians, on="stage_id")
+    medians = (
+        known.group_by("stage_id")
+        .agg(pl.col("duration_ns").median().alias("_median"))
+        .collect()
+    )
+    # Streamed against the small per-executor and per-stage tables: joined
+    # in memory, each join copied the columns of millions of tasks.
+    slow = (
+        known.join(firsts.lazy(), on="executor")
+        .join(medians.lazy(), on="stage_id")
         .filter(
             (pl.col("launch_ns") < pl.col("_first_end"))
             & (pl.col("stage_id") == pl.col("_first_stage"))
             & (pl.col("duration_ns") >= factor * pl.col("_median"))
         )
-        .filter(pl.len().over("stage_id") >= 2)
+        .select("task_id", "stage_id")
+        .collect(engine="streaming")
     )
+    slow_wave = slow.filter(pl.len().over("stage_id") >= 2)
     return set(slow_wave["task_id"].to_list())
 
 
@@ -328,18 +350,17 @@ def task_hints(ctx: Context) -> list[Hint]:
     critical = (pl.col("running_cp_share") >= opts.task_min_share) | pl.col(
         "stage_id"
     ).is_in(stages.implode())
-    tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
     # Only tasks that can fire go through the Python loop below: a window
     # of a busy stage has thousands of critical tasks and a few outliers.
-    tasks = tasks.filter(
-        (
-            pl.max_horizontal(
-                _ratio_of("records", "median_records"),
-                _ratio_of("bytes", "median_bytes"),
-            )
-            >= opts.skew_factor
+    outlier = (
+        pl.max_horizontal(
+            _ratio_of("records", "median_records"),
+            _ratio_of("bytes", "median_bytes"),
         )
-        | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+        >= opts.skew_factor
+    ) | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+    tasks = _outliers_with_stage_stats(
+        ctx.tasks, opts.min_stage_tasks, critical, outlier
     )
     if tasks.is_empty():
         return []
