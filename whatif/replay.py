@@ -136,9 +136,13 @@ class Replay:
         gaps = _gaps(frame)
         tasks = _tasks(frame, gaps)
         stages = _stages(tasks)
-        tasks = tasks.join(
-            stages.select("stage_id", "stage"), on="stage_id", how="left"
-        ).sort("order")
+        # Mapped, not joined: a join and a sort back to launch order copied
+        # every column of millions of tasks twice.
+        tasks = tasks.with_columns(
+            pl.col("stage_id")
+            .replace_strict(stages["stage_id"], stages["stage"], return_dtype=pl.Int64)
+            .alias("stage")
+        )
         slots, executors = _capacity(trace, tasks)
         plan = _Plan.make(tasks, stages, gaps, start, end)
         launch = _int64(tasks["launch_ns"])
@@ -495,9 +499,12 @@ class _Plan:
             ends[by_end], stages["start_ns"].to_numpy(), side="right"
         )
         jobs = (
-            tasks.drop_nulls("job_id")
+            tasks.lazy()
+            .select("job_id", "launch_ns", "end_ns")
+            .drop_nulls("job_id")
             .group_by("job_id")
             .agg(pl.col("launch_ns").min(), pl.col("end_ns").max())
+            .collect()
         )
         job_spans = {j: (a, b) for j, a, b in jobs.iter_rows()}
         return cls(
