@@ -16,6 +16,7 @@ Assumptions
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sparktrail.errors import InputError
@@ -27,11 +28,13 @@ __all__ = [
     "TIME_LIMIT_MS",
     "EventError",
     "dict_field",
+    "id_text",
     "int_field",
     "list_field",
     "opt_int",
     "str_field",
     "time_field",
+    "valid_text",
 ]
 
 #: Nanoseconds per millisecond (event times are ms, trace times ns).
@@ -95,12 +98,40 @@ def time_field(obj: dict[str, Any], key: str) -> int | None:
     return opt_int(obj, key, TIME_LIMIT_MS)
 
 
+#: Lone UTF-16 surrogates: JSON's ``\\ud800`` escapes decode to them, but
+#: no UTF-8 text (nor an Arrow string column) can hold them.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value: str) -> str:
+    """``value`` with each lone surrogate replaced by U+FFFD.
+
+    >>> valid_text("exec-" + chr(0xD800)) == "exec-" + chr(0xFFFD)
+    True
+    """
+    return _SURROGATES.sub("\ufffd", value)
+
+
 def str_field(obj: dict[str, Any], key: str) -> str | None:
-    """The string at ``obj[key]`` (``None`` if missing or null)."""
+    """The string at ``obj[key]`` (``None`` if missing or null; a lone
+    surrogate becomes U+FFFD, so that the trace can hold it)."""
     value = obj.get(key)
-    if value is None or isinstance(value, str):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return valid_text(value)
     raise EventError(f"{key!r} is {_shown(value)}, expected a string")
+
+
+def id_text(obj: dict[str, Any], key: str) -> str:
+    """``obj[key]`` as text, whatever JSON type it has (Spark writes some
+    ids as strings, some logs as numbers; a missing one is ``"None"``, as
+    ``str`` gives), with lone surrogates replaced as by :func:`str_field`.
+
+    >>> id_text({"Executor ID": 7}, "Executor ID"), id_text({}, "Executor ID")
+    ('7', 'None')
+    """
+    return valid_text(str(obj.get(key)))
 
 
 def dict_field(obj: dict[str, Any], key: str) -> dict[str, Any] | None:

@@ -56,6 +56,7 @@ from .app_records import (
 from .fields import (
     MS,
     dict_field,
+    id_text,
     int_field,
     list_field,
     opt_int,
@@ -221,7 +222,7 @@ class SparkModel:
         info = e.get("Executor Info")
         info = info if isinstance(info, dict) else {}
         cores = opt_int(info, "Total Cores")
-        executor = str(e.get("Executor ID"))
+        executor = id_text(e, "Executor ID")
         if cores is not None and cores > 0:
             self.executor_cores[executor] = cores
         added = time_field(e, "Timestamp")
@@ -235,7 +236,7 @@ class SparkModel:
         )
 
     def _executor_removed(self, e: dict[str, Any]) -> None:
-        executor = str(e.get("Executor ID"))
+        executor = id_text(e, "Executor ID")
         removed = time_field(e, "Timestamp")
         before = self.executors.get(executor, ExecutorLife(executor))
         self.executors[executor] = ExecutorLife(
@@ -330,7 +331,7 @@ class SparkModel:
                 index=index,
                 partition=index if partition is None or partition < 0 else partition,
                 attempt=opt_int(info, "Attempt"),
-                executor_id=str(info.get("Executor ID")),
+                executor_id=id_text(info, "Executor ID"),
                 speculative=bool(info.get("Speculative", False)),
                 launch_ms=launch,
                 order=self._order,

@@ -19,6 +19,8 @@ from typing import Any
 
 import polars as pl
 
+from .fields import valid_text
+
 __all__ = ["NO_WORK", "TASK_COLUMNS", "WORK_COLUMNS", "TraceRows"]
 
 #: Columns that describe the task attempt a row belongs to (null otherwise).
@@ -136,7 +138,16 @@ class TraceRows:
             "executor_id": pl.String,
             "speculative": pl.Boolean,
         }
-        return pl.DataFrame(
-            self.cols,
-            schema={c: schema.get(c, pl.Int64) for c in self.COLUMNS},
-        )
+        types = {c: schema.get(c, pl.Int64) for c in self.COLUMNS}
+        try:
+            return pl.DataFrame(self.cols, schema=types)
+        except UnicodeEncodeError:
+            # A lone surrogate in a label (say, an operator's plan text): only
+            # then is every string looked at.
+            cols = {
+                name: [valid_text(v) if isinstance(v, str) else v for v in values]
+                if types[name] == pl.String
+                else values
+                for name, values in self.cols.items()
+            }
+            return pl.DataFrame(cols, schema=types)

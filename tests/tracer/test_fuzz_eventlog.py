@@ -40,6 +40,7 @@ from sparktrail.tracer import (
 from sparktrail.tracer.eventlog import MAX_LINE_WARNINGS, USED_EVENTS
 from sparktrail.tracer.fields import EventError
 from sparktrail.tracer.spark_model import SparkModel
+from sparktrail.tracer.trace_rows import TraceRows
 from tests.paths import SHARED_LOG
 
 LOG = SHARED_LOG
@@ -528,3 +529,33 @@ def test_wrong_typed_app_id_is_refused() -> None:
     with pytest.raises(EventError, match="'App ID' is \\[1\\], expected a string"):
         model.feed({"Event": "SparkListenerApplicationStart", "App ID": [1]})
     assert model.stats.app_id is None and model.app_start_ms is None
+
+
+def test_lone_surrogate_in_an_executor_id_becomes_a_replacement_character() -> None:
+    """GIVEN a task whose executor id holds a lone surrogate (JSON's
+    ``\\ud800`` escape decodes to one; no UTF-8 text can hold it) WHEN fed
+    THEN the trace builds and names the executor with U+FFFD (found by
+    the fuzz test above: the trace frame refused the string)."""
+    bad = "1" + chr(0xD800)
+    model = SparkModel()
+    for one in USED:
+        if one["Event"] in ("SparkListenerTaskStart", "SparkListenerTaskEnd"):
+            one = with_change(one, ("Task Info", "Executor ID"), bad, False)
+        model.feed(one)
+    workers = set(validate_trace(model.build(final=True))["src_worker"].to_list())
+    assert any("1" + chr(0xFFFD) in w for w in workers), workers
+    assert not any(chr(0xD800) in w for w in workers)
+
+
+def test_lone_surrogate_in_a_label_becomes_a_replacement_character() -> None:
+    """GIVEN trace rows whose operator label holds a lone surrogate WHEN made
+    a frame THEN it holds U+FFFD there and every other value unchanged."""
+    rows = TraceRows()
+    rows.add("driver", "driver", 0, 5, "driver", 0, 1, job_stage=("a", 1, 2))
+    rows.add(
+        "driver", "driver", 5, 9, "driver", 1, 2, job_stage=("b" + chr(0xD800), 1, 3)
+    )
+    frame = rows.frame()
+    assert frame["operator"].to_list() == ["a", "b" + chr(0xFFFD)]
+    assert frame["stage_id"].to_list() == [2, 3]
+    assert frame["end_ns"].to_list() == [5, 9]
