@@ -289,11 +289,17 @@ def _packed_vertex_ids(
     packed: I64, k0: int, window: int, n_seq: int, n_workers: int
 ) -> tuple[I64, I64, I64]:
     """Dense ids of packed event keys, and each vertex's window and time."""
-    # polars' dense rank is np.unique's inverse (ids in key order), about
-    # 3x faster on 2 x 10^7 keys: 2.0 s against 5.6 s here.
-    ids = pl.Series(packed).rank("dense").to_numpy().astype(np.int64) - 1
-    unique = np.empty(int(ids.max()) + 1 if len(ids) else 0, dtype=np.int64)
-    unique[ids] = packed
+    # A dense rank (np.unique's inverse: ids in key order) by a stable
+    # argsort: numpy's timsort gains from the keys' runs (each endpoint
+    # half is nearly in time order), 2-2.6x faster than polars' rank on
+    # 6 x 10^5 to 7 x 10^6 keys, which was 3x faster than np.unique.
+    order = np.argsort(packed, kind="stable")
+    ordered = packed[order]
+    new = np.ones(len(packed), dtype=bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    ids = np.empty(len(packed), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    unique = ordered[new]
     slot: I64 = unique // (n_seq * n_workers)
     vertex_win: I64 = slot // (window + 1) + k0
     vertex_time: I64 = slot % (window + 1)
