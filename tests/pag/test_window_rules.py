@@ -170,3 +170,26 @@ def test_the_spark_engine_follows_the_window_rules(
     assert_frame_equal(got, want, check_exact=False, rel_tol=TOL, abs_tol=TOL)
     listed = listed_windows(trace, window, origin_ns=origin)
     assert got["window_start_ns"].unique().sort().to_list() == listed
+
+
+@given(
+    ranges=st.lists(
+        st.tuples(
+            # near each other (counted over the span) or far apart (listed)
+            st.one_of(st.integers(-50, 200), st.integers(-50, 10**6)),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_covered_is_the_union_of_the_ranges(ranges: list[tuple[int, int]]) -> None:
+    """GIVEN ranges [a, a + d], dense or far apart WHEN covered THEN the
+    integers of their union, sorted (listed_windows' count over the span
+    against a set of every range's members)."""
+    from sparktrail.pag.windows import _covered
+
+    a = pl.Series([lo for lo, _ in ranges])
+    b = pl.Series([lo + d for lo, d in ranges])
+    union = sorted({k for lo, d in ranges for k in range(lo, lo + d + 1)})
+    assert _covered(a, b).tolist() == union
