@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
 
 __all__ = [
@@ -260,7 +261,7 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # The task rows are bucketed by chunk once (stable: each bucket keeps
     # the trace's row order, which ``first`` reads); filtering the whole
     # trace for each chunk would make this quadratic in rows.
-    keyed = (
+    keyed = collect(
         frame.lazy()
         .with_row_index("row")
         .filter(_TASK_ROWS)
@@ -268,8 +269,8 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
             pl.col("row").cast(pl.Int64),
             ((pl.col("task_id") - lo) // step).alias("chunk"),
         )
-        .sort("chunk", maintain_order=True)
-        .collect()
+        .sort("chunk", maintain_order=True),
+        len(frame),
     )
     bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
     rows = keyed["row"]
@@ -312,7 +313,7 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
         *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
     ]
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
-    tasks = (
+    tasks = collect(
         frame.lazy()
         .filter(_TASK_ROWS)
         .with_columns(
@@ -327,8 +328,8 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
             if f.meta.output_name() not in absent
             and f.meta.output_name().removeprefix("_").removesuffix("_seen")
             not in absent
-        )
-        .collect()
+        ),
+        len(frame),
     )
     # Eager from here: the executor is parsed once per worker, not per task.
     return (

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
 
 from ._table import (
@@ -69,7 +70,7 @@ def _endpoint(worker: pl.Expr) -> pl.Expr:
 def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
     # Lazy: only the five columns read are filtered (an eager filter copies
     # every column of the task rows, gigabytes for 10^8 rows).
-    return (
+    return collect(
         trace.lazy()
         .filter(pl.col("stage_id").is_not_null() & pl.col("task_id").is_not_null())
         .group_by("stage_id")
@@ -77,8 +78,8 @@ def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
             pl.col("job_id").drop_nulls().first(),
             pl.col("start_ns").min().alias("first_ns"),
             pl.col("end_ns").max().alias("last_ns"),
-        )
-        .collect()
+        ),
+        len(trace),
     )
 
 
@@ -108,14 +109,14 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
         writing = frame.select("stage_id", "src_worker", "shuffle_write_bytes").filter(
             pl.col("shuffle_write_bytes") > 0
         )
-        written = (
+        written = collect(
             writing.with_columns(
                 executor_of_column(writing, "src_worker").alias("src_executor")
             )
             .lazy()
             .group_by("stage_id", "src_executor")
-            .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
-            .collect()
+            .agg(pl.col("shuffle_write_bytes").sum().alias("written")),
+            len(writing),
         )
     else:
         written = pl.DataFrame(

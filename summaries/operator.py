@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
 
 from ._table import (
@@ -58,7 +59,7 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     # Lazy: only the columns aggregated are read from millions of tasks.
-    return (
+    return collect(
         tasks.lazy()
         .group_by(keys)
         .agg(
@@ -68,8 +69,8 @@ def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             pl.col("bytes").sum(),
             pl.col("shuffle_write_bytes").sum(),
             pl.col("duration_ns").median().alias("median_task_ns"),
-        )
-        .collect()
+        ),
+        len(tasks),
     )
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, fields
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
+
 from ._table import charge, path_windows
 from .activity import activity_partial
 from .communication import channel_partial
@@ -181,7 +183,7 @@ def _own_strings(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _task_partial(cp: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     starts = windows.filter("has_paths").select("window_start_ns")
-    return (
+    return collect(
         cp.lazy()
         .select("window_start_ns", "task_id", "cp")
         .filter(pl.col("task_id").is_not_null())
@@ -190,6 +192,6 @@ def _task_partial(cp: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col("cp").sum(),
             pl.col("window_start_ns").n_unique().cast(pl.Int64).alias("windows"),
-        )
-        .collect()
+        ),
+        len(cp),
     )

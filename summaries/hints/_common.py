@@ -13,6 +13,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
 from sparktrail.whatif.replay import Replay
 
@@ -299,14 +300,14 @@ class Context:
         ``positive_ns`` (rows of positive length only).
         """
         length = pl.col("end_ns") - pl.col("start_ns")
-        return (
+        return collect(
             self.slot_rows()
             .group_by("executor", "src_worker", "activity")
             .agg(
                 length.sum().alias("time_ns"),
                 length.filter(length > 0).sum().alias("positive_ns"),
-            )
-            .collect()
+            ),
+            len(self.trace),
         )
 
     def slots_per_executor(self) -> int:

@@ -48,6 +48,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
+
 from ..operator import stage_name
 from ._common import Context, Hint, severity
 
@@ -234,7 +236,7 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
             "tasks": r["tasks"],
             "gc_tasks": r["gc_tasks"],
         }
-        for r in rows.collect().iter_rows(named=True)
+        for r in collect(rows, len(ctx.tasks)).iter_rows(named=True)
     ]
 
 
@@ -298,7 +300,7 @@ def gc_bound(ctx: Context) -> list[Hint]:
 def _spill_stages(ctx: Context) -> pl.DataFrame:
     """Per stage with tasks that spilled to disk: its spill and its tasks."""
     spilled = pl.col("disk_bytes_spilled").fill_null(0) > 0
-    return (
+    return collect(
         ctx.tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
         .group_by("stage_id")
@@ -311,8 +313,8 @@ def _spill_stages(ctx: Context) -> pl.DataFrame:
             pl.col("disk_bytes_spilled").max().alias("max_task_disk_spilled_bytes"),
             pl.col("run_ns").filter(spilled).sum().alias("spilling_run_ns"),
         )
-        .filter(pl.col("spilling_tasks") > 0)
-        .collect()
+        .filter(pl.col("spilling_tasks") > 0),
+        len(ctx.tasks),
     )
 
 

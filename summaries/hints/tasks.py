@@ -36,6 +36,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
 from ..operator import stage_name
@@ -84,12 +85,12 @@ def _critical_with_stage_stats(
     name, call_site = stage_name(pl.col("operator"))
     # The few critical tasks are picked before the join and the name
     # parsing: a long trace has millions of tasks.
-    return (
+    return collect(
         tasks.lazy()
         .filter(pl.col("stage_id").is_not_null() & critical)
         .join(stats, on="stage_id", how="inner", maintain_order="left")
-        .with_columns(name.alias("name"), call_site.alias("call_site"))
-        .collect()
+        .with_columns(name.alias("name"), call_site.alias("call_site")),
+        len(tasks),
     )
 
 
