@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["SMALL_ROWS", "collect"]
+__all__ = ["SMALL_ROWS", "collect", "collect_all"]
 
 #: Input rows under which a query runs on the in-memory engine: its
 #: intermediate frames are then a few tens of MB at most.
@@ -53,3 +53,30 @@ def collect(query: pl.LazyFrame, rows: int) -> pl.DataFrame:
     if _PICKS_ENGINE and rows < SMALL_ROWS:
         return query.collect(engine="in-memory")
     return query.collect()
+
+
+def collect_all(queries: list[pl.LazyFrame], rows: int) -> list[pl.DataFrame]:
+    """Run ``queries`` together (in parallel, their shared parts once).
+
+    Parameters
+    ----------
+    queries
+        Lazy queries, typically over one frame.
+    rows
+        Rows of their (largest) input frame; it picks the engine as for
+        :func:`collect`.
+
+    Returns
+    -------
+    list of polars.DataFrame
+        Each query's result, in the order of ``queries``.
+
+    Examples
+    --------
+    >>> df = pl.DataFrame({"a": [1, 2, 3]}).lazy()
+    >>> [r.item() for r in collect_all([df.select(pl.len()), df.sum()], 3)]
+    [3, 6]
+    """
+    if _PICKS_ENGINE and rows < SMALL_ROWS:
+        return pl.collect_all(queries, engine="in-memory")
+    return pl.collect_all(queries)

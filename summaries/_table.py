@@ -14,6 +14,8 @@ trace instead.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
@@ -23,6 +25,7 @@ __all__ = [
     "DRIVER",
     "EXECUTOR_PATTERN",
     "WINDOW",
+    "Frame",
     "charge",
     "enrich",
     "executor_of",
@@ -35,6 +38,10 @@ __all__ = [
 ]
 
 DRIVER = "driver"
+#: A frame or a query: the partial sums run eagerly, or lazily so that
+#: :meth:`~sparktrail.summaries.partials.Partials.of` collects them in one
+#: batch (:func:`~sparktrail.pag.query_engine.collect_all`).
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 WINDOW = ["window_start_ns", "window_end_ns"]
 #: ASCII digits (as Spark SQL's regex reads it in the Spark engine).
 EXECUTOR_PATTERN = r"^exec-(.+)/[0-9]+$"
@@ -159,7 +166,7 @@ def charge(cp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def path_windows(cp: pl.DataFrame) -> pl.DataFrame:
+def path_windows(cp: Frame) -> Frame:
     """Windows of the CP table, with ``has_paths`` (their CP sums to > 0)."""
     return (
         cp.group_by("window_start_ns", "window_end_ns")

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import WINDOW, n_path_windows, path_windows, whole_run, with_paths
+from ._table import (
+    WINDOW,
+    Frame,
+    n_path_windows,
+    path_windows,
+    whole_run,
+    with_paths,
+)
 
 __all__ = ["activity_from_partial", "activity_partial", "activity_summary"]
 
 
-def activity_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def activity_partial(cp: Frame) -> Frame:
     """Per (window, activity) sums of a CP table: what the summary adds up.
 
     ``window_start_ns, window_end_ns, activity, cp_share, cp_ns, time_ns``

@@ -23,6 +23,7 @@ from sparktrail.pag.trace import Trace, load_trace
 
 from ._table import (
     WINDOW,
+    Frame,
     executor_of,
     executor_of_column,
     n_path_windows,
@@ -203,7 +204,7 @@ def communication_summary(
     )
 
 
-def channel_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def channel_partial(cp: Frame) -> Frame:
     """Per (window, worker pair) sums of an enriched CP table.
 
     Columns :data:`CHANNEL_PARTIAL_SCHEMA`: messages (``read`` false) by

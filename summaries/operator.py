@@ -25,6 +25,7 @@ from sparktrail.pag.trace import Trace
 
 from ._table import (
     WINDOW,
+    Frame,
     n_path_windows,
     path_windows,
     task_facts,
@@ -74,7 +75,7 @@ def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
 
 
-def operator_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def operator_partial(cp: Frame) -> Frame:
     """Per (window, operator) sums of a CP table: what the summary adds up.
 
     ``window_start_ns, window_end_ns, operator, stage_id, cp_share, cp_ns,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import WINDOW, n_path_windows, path_windows, whole_run
+from ._table import WINDOW, Frame, n_path_windows, path_windows, whole_run
 
 __all__ = [
     "executor_from_partial",
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-def worker_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def worker_partial(cp: Frame) -> Frame:
     """Per (window, worker) sums of an enriched CP table.
 
     ``window_start_ns, window_end_ns, worker, executor, cp_share, cp_ns,
