@@ -190,7 +190,7 @@ class WindowStore:
             window.cp.write_parquet(
                 temporary / CP_FILE, compression="lz4", statistics=False
             )
-            window.summaries.save(temporary)
+            window.summaries.save(temporary, fast=True)
             _rename(temporary, target)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)

