@@ -104,6 +104,9 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
     [(1, '1', 0.75), (1, '2', 0.25)]
     """
     frame = load_trace(trace).frame
+    schema = {"stage_id": pl.Int64, "src_executor": pl.String, "weight": pl.Float64}
+    if not stages:  # no shuffle read on the path: no writer to weigh
+        return pl.DataFrame(schema=schema)
     spans = _stage_spans(frame)
     if "shuffle_write_bytes" in frame.columns:
         # Only the columns read: the writers of a big trace are millions.
@@ -129,7 +132,6 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
         )
     writers = spans.join(written.select("stage_id").unique(), on="stage_id")
     frames = [_weights(stage, spans, writers, written) for stage in stages]
-    schema = {"stage_id": pl.Int64, "src_executor": pl.String, "weight": pl.Float64}
     out = pl.concat([pl.DataFrame(schema=schema), *frames], how="vertical_relaxed")
     return out.sort("stage_id", "src_executor", nulls_last=True)
 
