@@ -323,6 +323,11 @@ def spill(ctx: Context) -> list[Hint]:
     opts = ctx.options
     if "disk_bytes_spilled" not in ctx.tasks.columns:
         return []
+    # No task spilled to disk (the usual case, or no spill column in the
+    # trace: a null column): no stage can have spilling tasks.
+    most = ctx.tasks["disk_bytes_spilled"].max()
+    if most is None or most <= 0:  # type: ignore[operator]
+        return []
     stages = ctx.operator.filter(
         pl.col("stage_id").is_not_null() & (pl.col("cp_share") >= opts.spill_min_share)
     ).select("stage_id", pl.col("cp_share").alias("stage_cp_share"), "cp_ns")

@@ -143,6 +143,10 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     See ``tests/summaries/test_over_time_hints.py``.
     """
     opts = ctx.options
+    # A run is a stage with a hot partition: fewer stages than the runs a
+    # hint needs (one stage a window, online) cannot make one.
+    if ctx.tasks["stage_id"].drop_nulls().n_unique() < opts.moving_min_runs:
+        return []
     hot = _hot_partitions(ctx)
     if hot.is_empty():
         return []
