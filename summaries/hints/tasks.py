@@ -66,10 +66,11 @@ def _ratio_of(value: str, median: str) -> pl.Expr:
 
 
 def _critical_with_stage_stats(
-    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr
+    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr, outlier: pl.Expr
 ) -> pl.DataFrame:
     """The ``critical`` tasks of stages with ``min_tasks`` tasks or more,
-    each with its stage's task count and medians (in task order)."""
+    each with its stage's task count and medians (in task order), that are
+    an ``outlier`` against those medians."""
     stats = (
         tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
@@ -83,12 +84,14 @@ def _critical_with_stage_stats(
         .filter(pl.col("stage_tasks") >= min_tasks)
     )
     name, call_site = stage_name(pl.col("operator"))
-    # The few critical tasks are picked before the join and the name
-    # parsing: a long trace has millions of tasks.
+    # The few critical tasks are picked before the join, and the outliers
+    # among them before the name parsing: a long trace has millions of
+    # tasks, and a window of a busy stage thousands of critical ones.
     return collect(
         tasks.lazy()
         .filter(pl.col("stage_id").is_not_null() & critical)
         .join(stats, on="stage_id", how="inner", maintain_order="left")
+        .filter(outlier)
         .with_columns(name.alias("name"), call_site.alias("call_site")),
         len(tasks),
     )
@@ -329,18 +332,17 @@ def task_hints(ctx: Context) -> list[Hint]:
     critical = (pl.col("running_cp_share") >= opts.task_min_share) | pl.col(
         "stage_id"
     ).is_in(stages.implode())
-    tasks = _critical_with_stage_stats(ctx.tasks, opts.min_stage_tasks, critical)
     # Only tasks that can fire go through the Python loop below: a window
     # of a busy stage has thousands of critical tasks and a few outliers.
-    tasks = tasks.filter(
-        (
-            pl.max_horizontal(
-                _ratio_of("records", "median_records"),
-                _ratio_of("bytes", "median_bytes"),
-            )
-            >= opts.skew_factor
+    outlier = (
+        pl.max_horizontal(
+            _ratio_of("records", "median_records"),
+            _ratio_of("bytes", "median_bytes"),
         )
-        | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+        >= opts.skew_factor
+    ) | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+    tasks = _critical_with_stage_stats(
+        ctx.tasks, opts.min_stage_tasks, critical, outlier
     )
     if tasks.is_empty():
         return []
