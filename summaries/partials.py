@@ -184,10 +184,15 @@ def _own_strings(frame: pl.DataFrame) -> pl.DataFrame:
     a batch of 10^6 rows, measured). The frames are small (a row per
     window and key), so the copy is cheap.
     """
-    strings = [name for name, dtype in frame.schema.items() if dtype == pl.String]
-    return frame.with_columns(
-        pl.Series(name, frame[name].to_list(), dtype=pl.String) for name in strings
-    )
+    owned = frame.clone()  # the columns are shared, not copied
+    for at, dtype in enumerate(frame.dtypes):
+        if dtype == pl.String:
+            # In place, without a query (a with_columns is one, ~0.1 ms).
+            column = frame.to_series(at)
+            owned.replace_column(
+                at, pl.Series(column.name, column.to_list(), dtype=pl.String)
+            )
+    return owned
 
 
 def _task_partial(cp: pl.LazyFrame, windows: pl.LazyFrame) -> pl.LazyFrame:
