@@ -185,21 +185,21 @@ def n_path_windows(windows: pl.DataFrame) -> int:
     return max(1, int(windows["has_paths"].sum()))
 
 
-def with_paths(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+def with_paths(per_window: Frame, windows: Frame) -> Frame:
     """The rows of ``per_window`` in the windows that have a path."""
     starts = windows.filter("has_paths").select("window_start_ns")
     return per_window.join(starts, on="window_start_ns", how="semi")
 
 
 def whole_run(
-    per_window: pl.DataFrame, keys: list[str], shares: list[str], n_windows: int
-) -> pl.DataFrame:
+    per_window: Frame, keys: list[str], shares: list[str], n_windows: int
+) -> Frame:
     """Sum ``per_window`` over windows; ``shares`` are divided by ``n_windows``.
 
     Every other non-key column except the window bounds is summed.
     """
-    window = ("window_start_ns", "window_end_ns")
-    summed = [c for c in per_window.columns if c not in (*keys, *shares, *window)]
+    skipped = {*keys, *shares, *WINDOW}
+    summed = [c for c in per_window.collect_schema().names() if c not in skipped]
     return per_window.group_by(keys).agg(
         *[(pl.col(c).sum() / n_windows).alias(c) for c in shares],
         *[pl.col(c).sum() for c in summed],
