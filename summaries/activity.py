@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
+
 from ._table import (
     WINDOW,
     Frame,
@@ -74,16 +76,17 @@ def activity_from_partial(
     ``windows`` says which windows have a path (``window_start_ns,
     has_paths``, as :func:`~sparktrail.summaries.window_stats` gives).
     """
-    per_window = with_paths(partial, windows)
     if by_window:
-        return per_window.sort(
+        return with_paths(partial, windows).sort(
             ["window_start_ns", "cp_share", "activity"], descending=[False, True, False]
         )
-    everything = partial.group_by("activity").agg(pl.col("time_ns").sum())
+    # One query, collected at the end (each eager step would be one).
+    per_window = with_paths(partial.lazy(), windows.lazy())
+    everything = partial.lazy().group_by("activity").agg(pl.col("time_ns").sum())
     run = whole_run(
         per_window.drop("time_ns"), ["activity"], ["cp_share"], n_path_windows(windows)
     )
-    return (
+    query = (
         everything.join(run, on="activity", how="left")
         .select(
             "activity",
@@ -96,3 +99,4 @@ def activity_from_partial(
             descending=[True, True, False],
         )
     )
+    return collect(query, len(partial))
