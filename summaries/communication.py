@@ -257,21 +257,28 @@ def communication_from_partial(
     ``trace`` gives the shuffle bytes each source wrote
     (:func:`shuffle_sources`).
     """
-    messages = partial.filter(~pl.col("read")).select(
-        *WINDOW,
-        _endpoint(pl.col("src_worker")).alias("src"),
-        pl.col("activity").alias("kind"),
-        "worker",
-        "cp",
-        "cp_ns",
-        "edges",
-        executor_of(pl.col("src_worker")).alias("src_executor_id"),
-    )
     reads = partial.filter(pl.col("read"))
     stages = reads["stage_id"].drop_nulls().unique().to_list()
     sources = shuffle_sources(trace, [int(s) for s in stages])
+    # One query from here, collected at the end (each eager step would be
+    # one).
+    messages = (
+        partial.lazy()
+        .filter(~pl.col("read"))
+        .select(
+            *WINDOW,
+            _endpoint(pl.col("src_worker")).alias("src"),
+            pl.col("activity").alias("kind"),
+            "worker",
+            "cp",
+            "cp_ns",
+            "edges",
+            executor_of(pl.col("src_worker")).alias("src_executor_id"),
+        )
+    )
     shuffled = (
-        reads.join(sources, on="stage_id", how="left")
+        reads.lazy()
+        .join(sources.lazy(), on="stage_id", how="left")
         .with_columns(pl.col("weight").fill_null(1.0))
         .select(
             *WINDOW,
@@ -302,7 +309,7 @@ def communication_from_partial(
     message = pl.lit("CP of ") + pl.col("kind") + pl.lit(" messages")
     note = pl.when(pl.col("kind") == "shuffle").then(pl.lit(SHUFFLE_NOTE))
     window = WINDOW if by_window else []
-    return (
+    query = (
         per.with_columns(note.otherwise(message).alias("note"))
         .select(*window, *keys, "cp_share", "cp_ns", "edges", "note")
         .sort(
@@ -313,3 +320,4 @@ def communication_from_partial(
             nulls_last=True,
         )
     )
+    return collect(query, len(partial))
