@@ -39,11 +39,13 @@ Rules
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import polars as pl
 
 from sparktrail.errors import InputError
+
+from .query_engine import collect
 
 __all__ = [
     "TRACE_ROW",
@@ -61,6 +63,9 @@ __all__ = [
     "trace_row",
     "window_range",
 ]
+
+#: A frame or a query (the row ranges are computed in either).
+_Frame = TypeVar("_Frame", pl.DataFrame, pl.LazyFrame)
 
 #: Column holding, for each row of a window's rows, its row in the trace.
 TRACE_ROW = "trace_row"
@@ -197,7 +202,7 @@ def pieces(rows: pl.DataFrame, window_ns: int, origin_ns: int = 0) -> pl.DataFra
     )
 
 
-def _ranged(rows: pl.DataFrame, window_ns: int, origin_ns: int) -> pl.DataFrame:
+def _ranged(rows: _Frame, window_ns: int, origin_ns: int) -> _Frame:
     """``rows`` numbered as ``trace_row``, with their window range, if any."""
     return (
         rows.with_row_index(TRACE_ROW)
@@ -236,17 +241,19 @@ def listed_windows(
         a = pl.max_horizontal(a, pl.lit(-(-(lo - origin_ns) // w)))
     if hi is not None:
         b = pl.min_horizontal(b, pl.lit((hi - origin_ns) // w - 1))
-    ranges = (
-        _ranged(rows, w, origin_ns)
+    # One query: only the times and workers the ranges read are filtered
+    # (an eager filter copied every column of the buffer, 20 ms for the
+    # 240,000 rows of 8 windows).
+    starts = collect(
+        _ranged(rows.lazy(), w, origin_ns)
         .select(a.alias("a"), b.alias("b"))
         .filter(pl.col("a") <= pl.col("b"))
-    )
-    starts = (
-        ranges.select(pl.int_ranges("a", pl.col("b") + 1).alias("k"))
+        .select(pl.int_ranges("a", pl.col("b") + 1).alias("k"))
         .explode("k")
         .unique()
-        .sort("k")["k"]
-    )
+        .sort("k"),
+        len(rows),
+    )["k"]
     return [origin_ns + int(k) * w for k in starts]
 
 
