@@ -10,8 +10,11 @@ memory and leaves larger ones to polars' default.
 
 Assumptions
 -----------
-* Both engines give the same rows (polars guarantees it); the callers sort
-  or key their results where order matters, as they must for either.
+* Both engines compute the same query. What either leaves unspecified (the
+  row order of a group-by or of a join without ``maintain_order``, the
+  last bits of a float sum over a hash group-by) may differ, as it does
+  between two runs of one engine: the callers sort or key their results
+  where order matters, and compare floats to a tolerance.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ __all__ = ["SMALL_ROWS", "collect", "collect_all"]
 #: Input rows under which a query runs on the in-memory engine: its
 #: intermediate frames are then a few tens of MB at most.
 SMALL_ROWS = 1_000_000
-#: Polars 1 already runs queries in memory by default (and before 1.23 did
-#: not know the name "in-memory").
+#: Polars 1 already runs queries in memory by default (and its older
+#: versions do not know the name "in-memory").
 _PICKS_ENGINE = int(pl.__version__.split(".")[0]) >= 2
 
 
