@@ -6,7 +6,9 @@ costs about 1.5 ms more than the in-memory engine to set up (measured on a
 group-by over 20,000 task rows: 2.3 ms against 0.8 ms), and a window the
 online pipeline closes runs a dozen such queries over some 30,000 rows.
 :func:`collect` runs a query over fewer than :data:`SMALL_ROWS` rows in
-memory and leaves larger ones to polars' default.
+memory and leaves larger ones to polars' default; :func:`collect_all` runs
+several queries as one batch, and :func:`write_small_parquets` writes
+small frames to Parquet as one batch of sink queries.
 
 Assumptions
 -----------
@@ -19,9 +21,12 @@ Assumptions
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import polars as pl
 
-__all__ = ["SMALL_ROWS", "collect", "collect_all"]
+__all__ = ["SMALL_ROWS", "collect", "collect_all", "write_small_parquets"]
 
 #: Input rows under which a query runs on the in-memory engine: its
 #: intermediate frames are then a few tens of MB at most.
@@ -83,3 +88,43 @@ def collect_all(queries: list[pl.LazyFrame], rows: int) -> list[pl.DataFrame]:
     if _PICKS_ENGINE and rows < SMALL_ROWS:
         return pl.collect_all(queries, engine="in-memory")
     return pl.collect_all(queries)
+
+
+def write_small_parquets(
+    files: Mapping[Path, tuple[pl.DataFrame, dict[str, str] | None]],
+) -> None:
+    """Write small frames to Parquet files, LZ4 without column statistics.
+
+    Parameters
+    ----------
+    files
+        Path -> (frame, key-value metadata or ``None``).
+
+    Notes
+    -----
+    Under polars 2 the files are written as one batch of sink queries, in
+    parallel and with one call's overhead: a window of the online store
+    (its CP rows and ten summary frames) took 7.4/7.4/6.7 ms against
+    10.5/10.1/8.5 ms one file at a time (medians, three alternating runs).
+    Polars 1 writes them one at a time.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> df = pl.DataFrame({"a": [1, 2]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_small_parquets({Path(d, "a.parquet"): (df, {"k": "v"})})
+    ...     pl.read_parquet(Path(d, "a.parquet"))["a"].to_list()
+    [1, 2]
+    """
+    options = {"compression": "lz4", "statistics": False}
+    if not _PICKS_ENGINE:
+        for path, (frame, metadata) in files.items():
+            frame.write_parquet(path, metadata=metadata, **options)  # type: ignore[arg-type]
+        return
+    sinks = [
+        frame.lazy().sink_parquet(path, metadata=metadata, lazy=True, **options)  # type: ignore[arg-type, call-overload]
+        for path, (frame, metadata) in files.items()
+    ]
+    rows = max((len(frame) for frame, _ in files.values()), default=0)
+    collect_all(sinks, rows)
