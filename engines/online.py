@@ -327,6 +327,10 @@ class OnlinePipeline(PipelineCounters):
         self.late_rows = 0
         self.failed_windows = 0
         self._rows: pl.DataFrame | None = None
+        # Frames read since the buffer was last merged into ``_rows``: a poll
+        # that reads many files concatenates them once, not the growing
+        # buffer once per file (quadratic in the files of the poll).
+        self._unmerged: list[pl.DataFrame] = []
         self._resume()
 
     # -- state -------------------------------------------------------------
@@ -356,7 +360,8 @@ class OnlinePipeline(PipelineCounters):
     @property
     def buffered_rows(self) -> int:
         """Rows held in memory for the windows still open."""
-        return 0 if self._rows is None else len(self._rows)
+        rows = self._buffer_rows()
+        return 0 if rows is None else len(rows)
 
     def _resume(self) -> None:
         self.store.remove_temporaries()
@@ -503,10 +508,17 @@ class OnlinePipeline(PipelineCounters):
             self.late_rows += frame.filter(first_event < self._late_until).height
         if self._closed_until is not None:
             frame = frame.filter(last_event >= self._closed_until)
-        if self._rows is None:
-            self._rows = frame
-        else:
-            self._rows = pl.concat([self._rows, frame], how="diagonal_relaxed")
+        self._unmerged.append(frame)
+
+    def _buffer_rows(self) -> pl.DataFrame | None:
+        """The buffered rows, with the frames read since the last call."""
+        if self._unmerged:
+            parts = [*([] if self._rows is None else [self._rows]), *self._unmerged]
+            merged = (
+                pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+            )
+            self._rows, self._unmerged = merged, []
+        return self._rows
 
     # -- closing -----------------------------------------------------------
 
@@ -584,7 +596,8 @@ class OnlinePipeline(PipelineCounters):
 
     def _close_range(self, until: int, *, resumed: bool = False) -> list[ClosedWindow]:
         """Close every window before ``until``; see "Restart" above."""
-        rows = self._rows if self._rows is not None else pl.DataFrame()
+        buffered = self._buffer_rows()
+        rows = buffered if buffered is not None else pl.DataFrame()
         windows = self._windows_before(rows, until)
         self._closing_until = until
         if windows and not resumed:

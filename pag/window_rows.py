@@ -23,6 +23,7 @@ import warnings
 import polars as pl
 
 from .participation import CycleError, critical_participation
+from .query_engine import collect
 from .snapshot import SnapshotWarning
 from .trace import Trace
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
@@ -105,10 +106,9 @@ def batch_cp(
         if row_column is None
         else trace.lazy().with_columns(pl.col(row_column).alias(TRACE_ROW))
     )
-    rows = (
-        numbered.filter(touches(ts, te))
-        .with_columns(pl.col(TRACE_ROW).cast(pl.Int64))
-        .collect()
+    rows = collect(
+        numbered.filter(touches(ts, te)).with_columns(pl.col(TRACE_ROW).cast(pl.Int64)),
+        len(trace),
     )
     clipped = clip(rows.drop(TRACE_ROW), ts, te)
     try:

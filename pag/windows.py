@@ -39,12 +39,14 @@ Rules
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
+
+from .query_engine import collect
 
 __all__ = [
     "TRACE_ROW",
@@ -62,6 +64,9 @@ __all__ = [
     "trace_row",
     "window_range",
 ]
+
+#: A frame or a query (the row ranges are computed in either).
+_Frame = TypeVar("_Frame", pl.DataFrame, pl.LazyFrame)
 
 #: Column holding, for each row of a window's rows, its row in the trace.
 TRACE_ROW = "trace_row"
@@ -198,7 +203,7 @@ def pieces(rows: pl.DataFrame, window_ns: int, origin_ns: int = 0) -> pl.DataFra
     )
 
 
-def _ranged(rows: pl.DataFrame, window_ns: int, origin_ns: int) -> pl.DataFrame:
+def _ranged(rows: _Frame, window_ns: int, origin_ns: int) -> _Frame:
     """``rows`` numbered as ``trace_row``, with their window range, if any."""
     return (
         rows.with_row_index(TRACE_ROW)
@@ -237,15 +242,14 @@ def listed_windows(
         a = pl.max_horizontal(a, pl.lit(-(-(lo - origin_ns) // w)))
     if hi is not None:
         b = pl.min_horizontal(b, pl.lit((hi - origin_ns) // w - 1))
-    # Lazy: only the times and workers are read (a filter of the whole
-    # rows copied every column of a live buffer, 10^5-10^6 rows).
-    ranges = (
-        rows.lazy()
-        .with_columns(*window_range(w, origin_ns))
-        .filter(pl.col("last") >= pl.col("first"))
+    # One query: only the times and workers the ranges read are filtered
+    # (an eager filter copied every column of the buffer, 20 ms for the
+    # 240,000 rows of 8 windows).
+    ranges = collect(
+        _ranged(rows.lazy(), w, origin_ns)
         .select(a.alias("a"), b.alias("b"))
-        .filter(pl.col("a") <= pl.col("b"))
-        .collect()
+        .filter(pl.col("a") <= pl.col("b")),
+        len(rows),
     )
     if ranges.is_empty():
         return []

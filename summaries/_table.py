@@ -14,14 +14,19 @@ trace instead.
 
 from __future__ import annotations
 
+import functools
+from typing import TypeVar
+
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
 
 __all__ = [
     "DRIVER",
     "EXECUTOR_PATTERN",
     "WINDOW",
+    "Frame",
     "charge",
     "enrich",
     "executor_of",
@@ -34,6 +39,10 @@ __all__ = [
 ]
 
 DRIVER = "driver"
+#: A frame or a query: the partial sums run eagerly, or lazily so that
+#: :meth:`~sparktrail.summaries.partials.Partials.of` collects them in one
+#: batch (:func:`~sparktrail.pag.query_engine.collect_all`).
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 WINDOW = ["window_start_ns", "window_end_ns"]
 #: ASCII digits (as Spark SQL's regex reads it in the Spark engine).
 EXECUTOR_PATTERN = r"^exec-(.+)/[0-9]+$"
@@ -158,7 +167,7 @@ def charge(cp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def path_windows(cp: pl.DataFrame) -> pl.DataFrame:
+def path_windows(cp: Frame) -> Frame:
     """Windows of the CP table, with ``has_paths`` (their CP sums to > 0)."""
     return (
         cp.group_by("window_start_ns", "window_end_ns")
@@ -176,21 +185,21 @@ def n_path_windows(windows: pl.DataFrame) -> int:
     return max(1, int(windows["has_paths"].sum()))
 
 
-def with_paths(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+def with_paths(per_window: Frame, windows: Frame) -> Frame:
     """The rows of ``per_window`` in the windows that have a path."""
     starts = windows.filter("has_paths").select("window_start_ns")
     return per_window.join(starts, on="window_start_ns", how="semi")
 
 
 def whole_run(
-    per_window: pl.DataFrame, keys: list[str], shares: list[str], n_windows: int
-) -> pl.DataFrame:
+    per_window: Frame, keys: list[str], shares: list[str], n_windows: int
+) -> Frame:
     """Sum ``per_window`` over windows; ``shares`` are divided by ``n_windows``.
 
     Every other non-key column except the window bounds is summed.
     """
-    window = ("window_start_ns", "window_end_ns")
-    summed = [c for c in per_window.columns if c not in (*keys, *shares, *window)]
+    skipped = {*keys, *shares, *WINDOW}
+    summed = [c for c in per_window.collect_schema().names() if c not in skipped]
     return per_window.group_by(keys).agg(
         *[(pl.col(c).sum() / n_windows).alias(c) for c in shares],
         *[pl.col(c).sum() for c in summed],
@@ -260,7 +269,7 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # The task rows are bucketed by chunk once (stable: each bucket keeps
     # the trace's row order, which ``first`` reads); filtering the whole
     # trace for each chunk would make this quadratic in rows.
-    keyed = (
+    keyed = collect(
         frame.lazy()
         .with_row_index("row")
         .filter(_TASK_ROWS)
@@ -268,8 +277,8 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
             pl.col("row").cast(pl.Int64),
             ((pl.col("task_id") - lo) // step).alias("chunk"),
         )
-        .sort("chunk", maintain_order=True)
-        .collect()
+        .sort("chunk", maintain_order=True),
+        len(frame),
     )
     bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
     rows = keyed["row"]
@@ -287,11 +296,21 @@ def _with_absent(
     """``facts`` with the ``absent`` facts back as null columns, in place."""
     if not absent:
         return facts
-    schema = _task_chunk(frame.clear(), ()).schema
+    schema = _facts_schema(tuple(frame.schema.items()))
     # A literal column is constant: polars keeps one value for all rows.
     return facts.with_columns(
         pl.lit(None, dtype=schema[c]).alias(c) for c in absent
     ).select(schema.names())
+
+
+@functools.lru_cache(maxsize=16)
+def _facts_schema(trace_schema: tuple[tuple[str, pl.DataType], ...]) -> pl.Schema:
+    """The columns of the task facts of a trace of ``trace_schema``.
+
+    Cached: every window the online pipeline closes has the same trace
+    schema, and the facts of an empty trace still cost a query (0.5-0.8 ms).
+    """
+    return _task_chunk(pl.DataFrame(schema=dict(trace_schema)), ()).schema
 
 
 def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
@@ -312,7 +331,7 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
         *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
     ]
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
-    tasks = (
+    tasks = collect(
         frame.lazy()
         .filter(_TASK_ROWS)
         .with_columns(
@@ -327,8 +346,8 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
             if f.meta.output_name() not in absent
             and f.meta.output_name().removeprefix("_").removesuffix("_seen")
             not in absent
-        )
-        .collect()
+        ),
+        len(frame),
     )
     # Eager from here: the executor is parsed once per worker, not per task.
     return (

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import WINDOW, n_path_windows, path_windows, whole_run, with_paths
+from sparktrail.pag.query_engine import collect
+
+from ._table import (
+    WINDOW,
+    Frame,
+    n_path_windows,
+    path_windows,
+    whole_run,
+    with_paths,
+)
 
 __all__ = ["activity_from_partial", "activity_partial", "activity_summary"]
 
 
-def activity_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def activity_partial(cp: Frame) -> Frame:
     """Per (window, activity) sums of a CP table: what the summary adds up.
 
     ``window_start_ns, window_end_ns, activity, cp_share, cp_ns, time_ns``
@@ -67,16 +76,17 @@ def activity_from_partial(
     ``windows`` says which windows have a path (``window_start_ns,
     has_paths``, as :func:`~sparktrail.summaries.window_stats` gives).
     """
-    per_window = with_paths(partial, windows)
     if by_window:
-        return per_window.sort(
+        return with_paths(partial, windows).sort(
             ["window_start_ns", "cp_share", "activity"], descending=[False, True, False]
         )
-    everything = partial.group_by("activity").agg(pl.col("time_ns").sum())
+    # One query, collected at the end (each eager step would be one).
+    per_window = with_paths(partial.lazy(), windows.lazy())
+    everything = partial.lazy().group_by("activity").agg(pl.col("time_ns").sum())
     run = whole_run(
         per_window.drop("time_ns"), ["activity"], ["cp_share"], n_path_windows(windows)
     )
-    return (
+    query = (
         everything.join(run, on="activity", how="left")
         .select(
             "activity",
@@ -89,3 +99,4 @@ def activity_from_partial(
             descending=[True, True, False],
         )
     )
+    return collect(query, len(partial))

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
 
 from ._table import (
     WINDOW,
+    Frame,
     executor_of,
     executor_of_column,
     n_path_windows,
@@ -69,7 +71,7 @@ def _endpoint(worker: pl.Expr) -> pl.Expr:
 def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
     # Lazy: only the five columns read are filtered (an eager filter copies
     # every column of the task rows, gigabytes for 10^8 rows).
-    return (
+    return collect(
         trace.lazy()
         .filter(pl.col("stage_id").is_not_null() & pl.col("task_id").is_not_null())
         .group_by("stage_id")
@@ -77,8 +79,8 @@ def _stage_spans(trace: pl.DataFrame) -> pl.DataFrame:
             pl.col("job_id").drop_nulls().first(),
             pl.col("start_ns").min().alias("first_ns"),
             pl.col("end_ns").max().alias("last_ns"),
-        )
-        .collect()
+        ),
+        len(trace),
     )
 
 
@@ -102,20 +104,23 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
     [(1, '1', 0.75), (1, '2', 0.25)]
     """
     frame = load_trace(trace).frame
+    schema = {"stage_id": pl.Int64, "src_executor": pl.String, "weight": pl.Float64}
+    if not stages:  # no shuffle read on the path: no writer to weigh
+        return pl.DataFrame(schema=schema)
     spans = _stage_spans(frame)
     if "shuffle_write_bytes" in frame.columns:
         # Only the columns read: the writers of a big trace are millions.
         writing = frame.select("stage_id", "src_worker", "shuffle_write_bytes").filter(
             pl.col("shuffle_write_bytes") > 0
         )
-        written = (
+        written = collect(
             writing.with_columns(
                 executor_of_column(writing, "src_worker").alias("src_executor")
             )
             .lazy()
             .group_by("stage_id", "src_executor")
-            .agg(pl.col("shuffle_write_bytes").sum().alias("written"))
-            .collect()
+            .agg(pl.col("shuffle_write_bytes").sum().alias("written")),
+            len(writing),
         )
     else:
         written = pl.DataFrame(
@@ -127,7 +132,6 @@ def shuffle_sources(trace: pl.DataFrame | Trace, stages: list[int]) -> pl.DataFr
         )
     writers = spans.join(written.select("stage_id").unique(), on="stage_id")
     frames = [_weights(stage, spans, writers, written) for stage in stages]
-    schema = {"stage_id": pl.Int64, "src_executor": pl.String, "weight": pl.Float64}
     out = pl.concat([pl.DataFrame(schema=schema), *frames], how="vertical_relaxed")
     return out.sort("stage_id", "src_executor", nulls_last=True)
 
@@ -202,7 +206,7 @@ def communication_summary(
     )
 
 
-def channel_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def channel_partial(cp: Frame) -> Frame:
     """Per (window, worker pair) sums of an enriched CP table.
 
     Columns :data:`CHANNEL_PARTIAL_SCHEMA`: messages (``read`` false) by
@@ -253,21 +257,28 @@ def communication_from_partial(
     ``trace`` gives the shuffle bytes each source wrote
     (:func:`shuffle_sources`).
     """
-    messages = partial.filter(~pl.col("read")).select(
-        *WINDOW,
-        _endpoint(pl.col("src_worker")).alias("src"),
-        pl.col("activity").alias("kind"),
-        "worker",
-        "cp",
-        "cp_ns",
-        "edges",
-        executor_of(pl.col("src_worker")).alias("src_executor_id"),
-    )
     reads = partial.filter(pl.col("read"))
     stages = reads["stage_id"].drop_nulls().unique().to_list()
     sources = shuffle_sources(trace, [int(s) for s in stages])
+    # One query from here, collected at the end (each eager step would be
+    # one).
+    messages = (
+        partial.lazy()
+        .filter(~pl.col("read"))
+        .select(
+            *WINDOW,
+            _endpoint(pl.col("src_worker")).alias("src"),
+            pl.col("activity").alias("kind"),
+            "worker",
+            "cp",
+            "cp_ns",
+            "edges",
+            executor_of(pl.col("src_worker")).alias("src_executor_id"),
+        )
+    )
     shuffled = (
-        reads.join(sources, on="stage_id", how="left")
+        reads.lazy()
+        .join(sources.lazy(), on="stage_id", how="left")
         .with_columns(pl.col("weight").fill_null(1.0))
         .select(
             *WINDOW,
@@ -298,7 +309,7 @@ def communication_from_partial(
     message = pl.lit("CP of ") + pl.col("kind") + pl.lit(" messages")
     note = pl.when(pl.col("kind") == "shuffle").then(pl.lit(SHUFFLE_NOTE))
     window = WINDOW if by_window else []
-    return (
+    query = (
         per.with_columns(note.otherwise(message).alias("note"))
         .select(*window, *keys, "cp_share", "cp_ns", "edges", "note")
         .sort(
@@ -309,3 +320,4 @@ def communication_from_partial(
             nulls_last=True,
         )
     )
+    return collect(query, len(partial))

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
 
 from ._table import (
     WINDOW,
+    Frame,
     n_path_windows,
     path_windows,
     task_facts,
@@ -56,7 +58,7 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return name, site
 
 
-def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.LazyFrame:
     # Lazy: only the columns aggregated are read from millions of tasks.
     return (
         tasks.lazy()
@@ -69,11 +71,10 @@ def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             pl.col("shuffle_write_bytes").sum(),
             pl.col("duration_ns").median().alias("median_task_ns"),
         )
-        .collect()
     )
 
 
-def operator_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def operator_partial(cp: Frame) -> Frame:
     """Per (window, operator) sums of a CP table: what the summary adds up.
 
     ``window_start_ns, window_end_ns, operator, stage_id, cp_share, cp_ns,
@@ -151,12 +152,13 @@ def operator_from_partial(
     ``tasks`` is :func:`~sparktrail.summaries.task_facts` of the trace;
     ``by_window`` and ``by_stage`` as for :func:`operator_summary`.
     """
-    per = with_paths(partial, windows)
+    # One query, collected at the end: a dozen steps over a few rows each
+    # cost a query each when eager.
+    n_windows = n_path_windows(windows)
+    per = with_paths(partial.lazy(), windows.lazy())
     if not by_window:
-        everything = partial.group_by(_KEYS).agg(pl.col("time_ns").sum())
-        run = whole_run(
-            per.drop("time_ns"), _KEYS, ["cp_share"], n_path_windows(windows)
-        )
+        everything = partial.lazy().group_by(_KEYS).agg(pl.col("time_ns").sum())
+        run = whole_run(per.drop("time_ns"), _KEYS, ["cp_share"], n_windows)
         per = everything.join(run, on=_KEYS, how="left", nulls_equal=True)
         per = per.with_columns(pl.col("cp_share", "cp_ns").fill_null(0.0))
     window = ["window_start_ns", "window_end_ns"] if by_window else []
@@ -188,12 +190,15 @@ def operator_from_partial(
     ]
     order = [*window, "cp_share", "stage_id"]
     descending = [False] * len(window) + [True, False]
-    return out.select(columns).sort(order, descending=descending, nulls_last=True)
+    return collect(
+        out.select(columns).sort(order, descending=descending, nulls_last=True),
+        len(tasks),
+    )
 
 
 def _per_operator(
-    per: pl.DataFrame, tasks: pl.DataFrame, window: list[str]
-) -> pl.DataFrame:
+    per: pl.LazyFrame, tasks: pl.DataFrame, window: list[str]
+) -> pl.LazyFrame:
     """Per-(operator, stage) CP rows summed per operator, with its task facts."""
     keys = [*window, "operator"]
     grouped = per.group_by(keys).agg(

@@ -21,6 +21,7 @@ an older sparktrail) loads with an empty context.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext
+from sparktrail.pag.query_engine import write_small_parquets
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 
 from .frames import (
@@ -204,11 +206,24 @@ class Summaries:
         check_summary_frames(self.frames(), where)
         return self
 
-    def save(self, folder: str | os.PathLike[str]) -> Path:
+    def save(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        fast: bool = False,
+        beside: Mapping[str, pl.DataFrame] | None = None,
+    ) -> Path:
         """Write every frame to ``folder/<name>.parquet`` (see "On disk").
 
         ``folder`` is created if missing; files of the same names are
-        replaced. Returns ``folder`` as a :class:`~pathlib.Path`.
+        replaced. Returns ``folder`` as a :class:`~pathlib.Path`. ``fast``
+        writes LZ4 without column statistics, the files in one batch
+        (:func:`~sparktrail.pag.query_engine.write_small_parquets`; for the
+        online store, which writes a folder per window and reads it back
+        with polars only) instead of polars' default zstd with statistics,
+        which any Parquet reader reads. ``beside`` are other frames to
+        write in ``folder`` (file name -> frame), such as a window's CP
+        rows, the same way.
 
         Examples
         --------
@@ -224,12 +239,20 @@ class Summaries:
         """
         target = Path(folder)
         target.mkdir(parents=True, exist_ok=True)
+        beside = beside or {}
         meta = {WINDOW_NS_KEY: str(self.window_ns), ORIGIN_NS_KEY: str(self.origin_ns)}
-        for name, frame in self.frames().items():
-            frame.write_parquet(
-                target / f"{name}.parquet",
-                metadata=meta if name == "windows" else None,
-            )
+        files: dict[Path, tuple[pl.DataFrame, dict[str, str] | None]] = {
+            target / f"{name}.parquet": (frame, meta if name == "windows" else None)
+            for name, frame in self.frames().items()
+        }
+        if fast:
+            files |= {target / name: (frame, None) for name, frame in beside.items()}
+            write_small_parquets(files)
+        else:
+            for path, (frame, metadata) in files.items():
+                frame.write_parquet(path, metadata=metadata)
+            for name, frame in beside.items():
+                frame.write_parquet(target / name)
         context = target / CONTEXT_FILE
         if self.context.known:
             context.write_text(self.context.to_json(), encoding="utf-8")

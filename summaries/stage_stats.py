@@ -29,6 +29,7 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.context import AppContext
+from sparktrail.pag.query_engine import collect
 
 __all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
 
@@ -153,11 +154,13 @@ def stage_stats(
     ...     "skew", "records", "gc_share", "cp_share").row(0)
     (0, 50, 3, 4.0, 30, 0.0833..., 0.75)
     """
-    # Lazy: only the columns aggregated are read; an eager filter copied
-    # every fact of millions of tasks.
+    if tasks.is_empty() or tasks["stage_id"].null_count() == len(tasks):
+        return pl.DataFrame(schema=STAGE_STATS)
+    # One query, collected at the end (each eager step would be one).
     facts = _with_optional(tasks).lazy().filter(pl.col("stage_id").is_not_null())
     share = (
-        stage_cp.filter(pl.col("stage_id").is_not_null())
+        stage_cp.lazy()
+        .filter(pl.col("stage_id").is_not_null())
         .group_by("stage_id")
         .agg((pl.col("cp").sum() / max(1, n_windows)).alias("cp_share"))
     )
@@ -174,13 +177,10 @@ def stage_stats(
             pl.when(median > 0).then(longest / median).alias("skew"),
             *_work(),
         )
-        .collect()
         .join(share, on="stage_id", how="left")
         .with_columns(pl.col("cp_share").fill_null(0.0))
     )
-    if out.is_empty():
-        return pl.DataFrame(schema=STAGE_STATS)
-    return _shaped(out, STAGE_STATS, "stage_id")
+    return collect(_shaped(out, STAGE_STATS, "stage_id"), len(tasks))
 
 
 def executor_stats(
@@ -218,33 +218,45 @@ def executor_stats(
     ...     "failed_tasks", "task_ns", "gc_share", "cp_share").rows()
     [('1', 2, 1, 40, 0.1, 0.8)]
     """
+    # One query, collected at the end (each eager step would be one).
     per_task = (
         _with_optional(tasks)
         .lazy()
         .filter(pl.col("executor").is_not_null())
         .group_by(pl.col("executor").alias("executor_id"))
         .agg(pl.col("duration_ns").sum().cast(pl.Int64).alias("task_ns"), *_work())
-        .collect()
     )
-    shares = _with_optional(executor).select(
-        pl.col(c) if c in executor.columns else pl.lit(None, dtype=t).alias(c)
-        for c, t in {
-            "executor_id": pl.String(),
-            "role": pl.String(),
-            "cp_share": pl.Float64(),
-            "fair_share": pl.Float64(),
-            "ratio": pl.Float64(),
-        }.items()
+    shares = (
+        _with_optional(executor)
+        .lazy()
+        .select(
+            pl.col(c) if c in executor.columns else pl.lit(None, dtype=t).alias(c)
+            for c, t in {
+                "executor_id": pl.String(),
+                "role": pl.String(),
+                "cp_share": pl.Float64(),
+                "fair_share": pl.Float64(),
+                "ratio": pl.Float64(),
+            }.items()
+        )
     )
     shares = shares.filter(
         (pl.col("role") != "driver") | pl.col("role").is_null()
     ).drop("role")
     lives = [(e.executor_id, e.host, e.cores) for e in (app.executors if app else ())]
-    known = pl.DataFrame(
-        lives,
-        schema={"executor_id": pl.String(), "host": pl.String(), "cores": pl.Int64()},
-        orient="row",
-    ).unique("executor_id", keep="last")
+    known = (
+        pl.DataFrame(
+            lives,
+            schema={
+                "executor_id": pl.String(),
+                "host": pl.String(),
+                "cores": pl.Int64(),
+            },
+            orient="row",
+        )
+        .lazy()
+        .unique("executor_id", keep="last")
+    )
     ids = (
         pl.concat(
             [
@@ -266,12 +278,12 @@ def executor_stats(
             pl.col("cp_share").fill_null(0.0),
         )
     )
-    return _shaped(out, EXECUTOR_STATS, "executor_id")
+    return collect(_shaped(out, EXECUTOR_STATS, "executor_id"), len(tasks))
 
 
 def _shaped(
-    frame: pl.DataFrame, schema: dict[str, pl.DataType], key: str
-) -> pl.DataFrame:
+    frame: pl.LazyFrame, schema: dict[str, pl.DataType], key: str
+) -> pl.LazyFrame:
     return frame.select(pl.col(c).cast(t) for c, t in schema.items()).sort(
         ["cp_share", key], descending=[True, False], nulls_last=True
     )

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ._table import WINDOW, n_path_windows, path_windows, whole_run
+from sparktrail.pag.query_engine import collect
+
+from ._table import WINDOW, Frame, n_path_windows, path_windows, whole_run
 
 __all__ = [
     "executor_from_partial",
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 
-def worker_partial(cp: pl.DataFrame) -> pl.DataFrame:
+def worker_partial(cp: Frame) -> Frame:
     """Per (window, worker) sums of an enriched CP table.
 
     ``window_start_ns, window_end_ns, worker, executor, cp_share, cp_ns,
@@ -48,7 +50,7 @@ def worker_partial(cp: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _per_window(partial: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+def _per_window(partial: Frame, windows: Frame) -> Frame:
     paths = windows.select("window_start_ns", "has_paths")
     per = (
         partial.join(paths, on="window_start_ns", how="left")
@@ -64,7 +66,7 @@ def _per_window(partial: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _finish(frame: pl.DataFrame, key: str) -> pl.DataFrame:
+def _finish(frame: Frame, key: str) -> Frame:
     ratio = pl.when(pl.col("fair_share") > 0).then(
         pl.col("cp_share") / pl.col("fair_share")
     )
@@ -109,9 +111,11 @@ def straggler_from_partial(
     partial: pl.DataFrame, windows: pl.DataFrame, *, by_window: bool = False
 ) -> pl.DataFrame:
     """The straggler summary from :func:`worker_partial` and the windows."""
-    per = _per_window(partial, windows)
+    # One query, collected at the end (each eager step would be one).
+    per = _per_window(partial.lazy(), windows.lazy())
     if by_window:
-        return _finish(per.drop("active"), "worker").sort("window_start_ns")
+        by = collect(_finish(per.drop("active"), "worker"), len(partial))
+        return by.sort("window_start_ns")
     per = per.with_columns(pl.col("active").cast(pl.Int64).alias("windows_active"))
     run = whole_run(
         per.drop("active", "executor"),
@@ -121,17 +125,9 @@ def straggler_from_partial(
     )
     names = per.group_by("worker").agg(pl.col("executor").first())
     run = run.join(names, on="worker")
-    return _finish(
-        run.select(
-            "worker",
-            "executor",
-            "cp_share",
-            "cp_ns",
-            "busy_ns",
-            "fair_share",
-            "windows_active",
-        ),
-        "worker",
+    columns = ["worker", "executor", "cp_share", "cp_ns", "busy_ns", "fair_share"]
+    return collect(
+        _finish(run.select(*columns, "windows_active"), "worker"), len(partial)
     )
 
 
@@ -165,7 +161,8 @@ def executor_from_partial(
     partial: pl.DataFrame, windows: pl.DataFrame, *, by_window: bool = False
 ) -> pl.DataFrame:
     """The executor summary from :func:`worker_partial` and the windows."""
-    per = _per_window(partial, windows)
+    # One query, collected at the end (each eager step would be one).
+    per = _per_window(partial.lazy(), windows.lazy())
     keys = ["executor_id", "role"]
     role = pl.when(pl.col("worker") == "driver").then(pl.lit("driver"))
     per = per.with_columns(
@@ -177,7 +174,8 @@ def executor_from_partial(
         pl.col("cp_share", "cp_ns", "busy_ns", "fair_share").sum(),
     )
     if by_window:
-        return _finish(grouped, "executor_id").sort("window_start_ns")
+        by = collect(_finish(grouped, "executor_id"), len(partial))
+        return by.sort("window_start_ns")
     run = whole_run(
         grouped.drop("slots"),
         keys,
@@ -186,7 +184,5 @@ def executor_from_partial(
     )
     slots = per.group_by(keys).agg(pl.col("worker").n_unique().alias("slots"))
     run = run.join(slots, on=keys, nulls_equal=True)
-    return _finish(
-        run.select(*keys, "slots", "cp_share", "cp_ns", "busy_ns", "fair_share"),
-        "executor_id",
-    )
+    columns = [*keys, "slots", "cp_share", "cp_ns", "busy_ns", "fair_share"]
+    return collect(_finish(run.select(columns), "executor_id"), len(partial))

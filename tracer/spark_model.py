@@ -209,7 +209,11 @@ class SparkModel:
             props = {
                 pair[0]: pair[1]
                 for pair in props
-                if isinstance(pair, list) and len(pair) == 2
+                # Only string keys are kept below; any other (a list, from
+                # a damaged log) could not even be a dict key.
+                if isinstance(pair, list)
+                and len(pair) == 2
+                and isinstance(pair[0], str)
             }
         if not isinstance(props, dict):
             return

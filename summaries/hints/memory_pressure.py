@@ -48,6 +48,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
+
 from ..operator import stage_name
 from ._common import Context, Hint, severity
 
@@ -188,12 +190,12 @@ def memory_of(ctx: Context) -> Memory:
 def _where(ctx: Context, stage_id: int) -> str:
     # One column of one row: an eager filter copied every fact of the
     # stage's tasks (millions in a long run).
-    rows = (
+    rows = collect(
         ctx.tasks.lazy()
         .filter(pl.col("stage_id") == stage_id)
         .select("operator")
-        .head(1)
-        .collect()
+        .head(1),
+        len(ctx.tasks),
     )
     if rows.is_empty() or rows["operator"][0] is None:
         return f"stage {stage_id}"
@@ -242,7 +244,7 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
             "tasks": r["tasks"],
             "gc_tasks": r["gc_tasks"],
         }
-        for r in rows.collect().iter_rows(named=True)
+        for r in collect(rows, len(ctx.tasks)).iter_rows(named=True)
     ]
 
 
@@ -306,7 +308,7 @@ def gc_bound(ctx: Context) -> list[Hint]:
 def _spill_stages(ctx: Context) -> pl.DataFrame:
     """Per stage with tasks that spilled to disk: its spill and its tasks."""
     spilled = pl.col("disk_bytes_spilled").fill_null(0) > 0
-    return (
+    return collect(
         ctx.tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
         .group_by("stage_id")
@@ -319,8 +321,8 @@ def _spill_stages(ctx: Context) -> pl.DataFrame:
             pl.col("disk_bytes_spilled").max().alias("max_task_disk_spilled_bytes"),
             pl.col("run_ns").filter(spilled).sum().alias("spilling_run_ns"),
         )
-        .filter(pl.col("spilling_tasks") > 0)
-        .collect()
+        .filter(pl.col("spilling_tasks") > 0),
+        len(ctx.tasks),
     )
 
 
@@ -328,6 +330,11 @@ def spill(ctx: Context) -> list[Hint]:
     """Tasks on the path spilled to disk: more partitions, memory, fraction."""
     opts = ctx.options
     if "disk_bytes_spilled" not in ctx.tasks.columns:
+        return []
+    # No task spilled to disk (the usual case, or no spill column in the
+    # trace: a null column): no stage can have spilling tasks.
+    most = ctx.tasks["disk_bytes_spilled"].max()
+    if most is None or most <= 0:  # type: ignore[operator]
         return []
     stages = ctx.operator.filter(
         pl.col("stage_id").is_not_null() & (pl.col("cp_share") >= opts.spill_min_share)

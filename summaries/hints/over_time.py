@@ -37,6 +37,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SplitPartition
 
 from ._common import Context, Hint, severity
@@ -82,11 +83,12 @@ def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
     ``stages`` (``None``: no stage of a streaming query): what a saving on
     those stages is a share of, a streaming run lasting until stopped."""
     jobs = set(
-        ctx.tasks.lazy()
-        .filter(pl.col("stage_id").is_in(stages))
-        .select(pl.col("job_id").drop_nulls())
-        .collect()["job_id"]
-        .to_list()
+        collect(
+            ctx.tasks.lazy()
+            .filter(pl.col("stage_id").is_in(stages))
+            .select(pl.col("job_id").drop_nulls()),
+            len(ctx.tasks),
+        )["job_id"].to_list()
     )
     queries = {
         j.query_id for j in ctx.app.jobs if j.job_id in jobs and j.query_id is not None
@@ -118,7 +120,7 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
         )
         .with_columns(work.alias("_work"))
     )
-    return (
+    return collect(
         stated.group_by("stage_id")
         .agg(
             pl.len().alias("_tasks"),
@@ -135,8 +137,8 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
         )
         .with_columns((pl.col("_max") / pl.col("_median")).alias("skew"))
         .select("stage_id", "partition", "skew", "duration_ns", "median_ns")
-        .sort("stage_id")
-        .collect()
+        .sort("stage_id"),
+        len(ctx.tasks),
     )
 
 
@@ -152,6 +154,10 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     See ``tests/summaries/test_over_time_hints.py``.
     """
     opts = ctx.options
+    # A run is a stage with a hot partition: fewer stages than the runs a
+    # hint needs (one stage a window, online) cannot make one.
+    if ctx.tasks["stage_id"].drop_nulls().n_unique() < opts.moving_min_runs:
+        return []
     hot = _hot_partitions(ctx)
     if hot.is_empty():
         return []
@@ -225,7 +231,7 @@ def state_skew(ctx: Context) -> list[Hint]:
     stateful = ctx.tasks.lazy().filter(
         pl.col("state_rows").is_not_null() & pl.col("partition").is_not_null()
     )
-    per_stage = (
+    per_stage = collect(
         stateful.group_by("stage_id")
         .agg(
             pl.col("state_rows").sum().alias("_total"),
@@ -242,8 +248,8 @@ def state_skew(ctx: Context) -> list[Hint]:
             (pl.col("share") >= opts.state_skew_min_share)
             & (pl.col("share") * pl.col("partitions") >= opts.state_skew_factor)
         )
-        .sort("stage_id")
-        .collect()
+        .sort("stage_id"),
+        len(ctx.tasks),
     )
     if per_stage.is_empty():
         return []

@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import StagePartitions
 
 from ._common import Context, Hint, fmt_s, severity
@@ -44,7 +45,7 @@ def _stage(tasks: pl.DataFrame, stage_id: int) -> tuple[dict[str, float], int | 
     """The stage's task numbers, and its first task's launch (None: no task)."""
     # One aggregation: filtering the facts first would copy every column
     # of the stage's tasks (millions of rows).
-    row = (
+    row = collect(
         tasks.lazy()
         .filter(pl.col("stage_id") == stage_id)
         .select(
@@ -54,10 +55,9 @@ def _stage(tasks: pl.DataFrame, stage_id: int) -> tuple[dict[str, float], int | 
             (pl.col("end_ns").max() - pl.col("launch_ns").min()).alias("span"),
             pl.col("worker").n_unique().alias("slots_now"),
             pl.col("launch_ns").min().alias("start"),
-        )
-        .collect()
-        .row(0, named=True)
-    )
+        ),
+        len(tasks),
+    ).row(0, named=True)
     # A stage whose rows carry no task ids (a hand-made trace) has no tasks.
     numbers = {
         "tasks": row["tasks"],

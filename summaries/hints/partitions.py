@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import StagePartitions
 
 from ._common import Context, Hint, fmt_s, severity
@@ -98,11 +99,11 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
             continue
         # The four columns read, not every fact of the stage's tasks (a
         # copy of millions of rows).
-        tasks = (
+        tasks = collect(
             ctx.tasks.lazy()
             .filter(pl.col("stage_id") == row["stage_id"])
-            .select("launch_ns", "end_ns", "duration_ns", "bytes")
-            .collect()
+            .select("launch_ns", "end_ns", "duration_ns", "bytes"),
+            len(ctx.tasks),
         )
         n = len(tasks)
         start = int(tasks["launch_ns"].min())  # type: ignore[arg-type]

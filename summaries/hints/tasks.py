@@ -36,6 +36,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
 from ..operator import stage_name
@@ -64,13 +65,12 @@ def _ratio_of(value: str, median: str) -> pl.Expr:
     )
 
 
-def _outliers_with_stage_stats(
+def _critical_with_stage_stats(
     tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr, outlier: pl.Expr
 ) -> pl.DataFrame:
-    """The ``critical`` and ``outlier`` tasks of stages with ``min_tasks``
-    tasks or more, each with its stage's task count and medians (in task
-    order). ``outlier`` reads the task's ``records, bytes, duration_ns`` and
-    the stage's ``median_records, median_bytes, median_ns``."""
+    """The ``critical`` tasks of stages with ``min_tasks`` tasks or more,
+    each with its stage's task count and medians (in task order), that are
+    an ``outlier`` against those medians."""
     stats = (
         tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
@@ -82,28 +82,18 @@ def _outliers_with_stage_stats(
             pl.col("bytes").median().alias("median_bytes"),
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
-        .collect()
-    )
-    # Every task of a stage on the path is critical: tens of millions in a
-    # long run. They are compared with their stage's medians on the columns
-    # the comparison reads only, streamed, and only the few outliers are
-    # gathered with all their facts.
-    outliers = (
-        tasks.lazy()
-        .with_row_index("_row")
-        .filter(pl.col("stage_id").is_not_null() & critical)
-        .select("_row", "stage_id", "duration_ns", "records", "bytes")
-        .join(stats.lazy(), on="stage_id", how="inner")
-        .filter(outlier)
-        .select("_row", *stats.columns[1:])
-        .collect(engine="streaming")
-        .sort("_row")
     )
     name, call_site = stage_name(pl.col("operator"))
-    return (
-        tasks[outliers["_row"]]
-        .hstack(outliers.drop("_row"))
-        .with_columns(name.alias("name"), call_site.alias("call_site"))
+    # The few critical tasks are picked before the join, and the outliers
+    # among them before the name parsing: a long trace has millions of
+    # tasks, and a window of a busy stage thousands of critical ones.
+    return collect(
+        tasks.lazy()
+        .filter(pl.col("stage_id").is_not_null() & critical)
+        .join(stats, on="stage_id", how="inner", maintain_order="left")
+        .filter(outlier)
+        .with_columns(name.alias("name"), call_site.alias("call_site")),
+        len(tasks),
     )
 
 
@@ -289,33 +279,26 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
         .select("task_id", "executor", "stage_id", "launch_ns", "end_ns", "duration_ns")
         .filter(pl.col("executor").is_not_null() & pl.col("stage_id").is_not_null())
     )
-    firsts = (
-        known.group_by("executor")
-        .agg(
-            pl.col("end_ns").min().alias("_first_end"),
-            pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
-        )
-        .collect()
+    firsts = known.group_by("executor").agg(
+        pl.col("end_ns").min().alias("_first_end"),
+        pl.col("stage_id").sort_by("launch_ns").first().alias("_first_stage"),
     )
-    medians = (
-        known.group_by("stage_id")
-        .agg(pl.col("duration_ns").median().alias("_median"))
-        .collect()
+    medians = known.group_by("stage_id").agg(
+        pl.col("duration_ns").median().alias("_median")
     )
-    # Streamed against the small per-executor and per-stage tables: joined
-    # in memory, each join copied the columns of millions of tasks.
-    slow = (
-        known.join(firsts.lazy(), on="executor")
-        .join(medians.lazy(), on="stage_id")
+    # One query over the columns read: on a long trace (streamed) the joins
+    # no longer copy six columns of millions of tasks twice.
+    slow_wave = collect(
+        known.join(firsts, on="executor")
+        .join(medians, on="stage_id")
         .filter(
             (pl.col("launch_ns") < pl.col("_first_end"))
             & (pl.col("stage_id") == pl.col("_first_stage"))
             & (pl.col("duration_ns") >= factor * pl.col("_median"))
         )
-        .select("task_id", "stage_id")
-        .collect(engine="streaming")
-    )
-    slow_wave = slow.filter(pl.len().over("stage_id") >= 2)
+        .select("task_id", "stage_id"),
+        len(tasks),
+    ).filter(pl.len().over("stage_id") >= 2)
     return set(slow_wave["task_id"].to_list())
 
 
@@ -359,7 +342,7 @@ def task_hints(ctx: Context) -> list[Hint]:
         )
         >= opts.skew_factor
     ) | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
-    tasks = _outliers_with_stage_stats(
+    tasks = _critical_with_stage_stats(
         ctx.tasks, opts.min_stage_tasks, critical, outlier
     )
     if tasks.is_empty():

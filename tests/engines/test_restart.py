@@ -48,6 +48,7 @@ from bench.restart import (
 from sparktrail.engines import store as store_module
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, store_dir
+from sparktrail.summaries import result as result_module
 
 SECOND = 1_000_000_000
 
@@ -80,6 +81,7 @@ def faults(at: frozenset[int] = frozenset()) -> Iterator[Faults]:
     f = Faults(at)
     rename: Callable[[Path, Path], None] = store_module._rename
     write_parquet = pl.DataFrame.write_parquet
+    write_files = result_module.write_small_parquets
 
     def renaming(source: Path, target: Path) -> None:
         what = "checkpoint" if target.name == "checkpoint.json" else "window"
@@ -92,9 +94,21 @@ def faults(at: frozenset[int] = frozenset()) -> Iterator[Faults]:
             f.point("amid a window's frames")
         write_parquet(frame, file, *args, **kw)
 
+    def writing_files(files: dict[Path, Any]) -> None:
+        # The store writes a window's files in one batch: split it around
+        # the point, some files written and some not, as a kill amid the
+        # batch leaves them.
+        names = [path.name for path in files]
+        cut = names.index("straggler.parquet") if "straggler.parquet" in names else 0
+        write_files(dict(list(files.items())[:cut]))
+        if cut:
+            f.point("amid a window's frames")
+        write_files(dict(list(files.items())[cut:]))
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store_module, "_rename", renaming)
         patch.setattr(pl.DataFrame, "write_parquet", writing)
+        patch.setattr(result_module, "write_small_parquets", writing_files)
         yield f
 
 
