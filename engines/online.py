@@ -238,10 +238,15 @@ class _Buckets:
 class PipelineCounters:
     """What both live engines report the same way (see their ``__init__``)."""
 
+    window_ns: int | str  # ns, or MICRO_BATCHES (polars engine only)
     lateness_ns: int
+    late_rows: int
+    failed_windows: int
     _corrupt: dict[str, Any]  # unreadable file -> what marks it (its size)
     _closed_until: int | None
+    _first: int | None
     _last: int | None
+    _next_row: int
 
     @property
     def corrupt_files(self) -> int:
@@ -257,6 +262,22 @@ class PipelineCounters:
     def watermark_ns(self) -> int | None:
         """Latest event time seen minus the lateness (None before any row)."""
         return None if self._last is None else self._last - self.lateness_ns
+
+    def _checkpoint_fields(self, version: int | str) -> dict[str, Any]:
+        """The checkpoint fields both engines write alike (each adds what
+        it read: files, or Spark's micro-batches)."""
+        return {
+            "version": version,
+            "window_ns": self.window_ns,
+            "lateness_ns": self.lateness_ns,
+            "closed_until_ns": self._closed_until,
+            "first_event_ns": self._first,
+            "last_event_ns": self._last,
+            "next_row": self._next_row,
+            "late_rows": self.late_rows,
+            "failed_windows": self.failed_windows,
+            "corrupt": self._corrupt,
+        }
 
 
 class OnlinePipeline(PipelineCounters):
@@ -433,19 +454,9 @@ class OnlinePipeline(PipelineCounters):
 
     def checkpoint(self) -> dict[str, Any]:
         """The state a restart needs, as JSON-ready data."""
-        return {
-            "version": CHECKPOINT_VERSION,
-            "window_ns": self.window_ns,
-            "lateness_ns": self.lateness_ns,
-            "closed_until_ns": self._closed_until,
+        return self._checkpoint_fields(CHECKPOINT_VERSION) | {
             "closing_until_ns": self._closing_until,
-            "first_event_ns": self._first,
-            "last_event_ns": self._last,
-            "next_row": self._next_row,
-            "late_rows": self.late_rows,
-            "failed_windows": self.failed_windows,
             "files": {name: vars(e) for name, e in self._files.items()},
-            "corrupt": self._corrupt,
         }
 
     # -- reading -----------------------------------------------------------

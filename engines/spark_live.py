@@ -296,6 +296,8 @@ class SparkLivePipeline(PipelineCounters):
         store writes); for the benchmark's breakdown.
     """
 
+    window_ns: int  # fixed windows only (micro-batch windows are refused)
+
     def __init__(
         self,
         trace_dir: str | os.PathLike[str],
@@ -353,19 +355,9 @@ class SparkLivePipeline(PipelineCounters):
 
     def checkpoint(self) -> dict[str, Any]:
         """The state a restart needs, as JSON-ready data."""
-        return {
-            "version": CHECKPOINT_VERSION,
-            "window_ns": self.window_ns,
-            "lateness_ns": self.lateness_ns,
-            "closed_until_ns": self._closed_until,
-            "first_event_ns": self._first,
-            "last_event_ns": self._last,
-            "next_row": self._next_row,
-            "late_rows": self.late_rows,
-            "failed_windows": self.failed_windows,
+        return self._checkpoint_fields(CHECKPOINT_VERSION) | {
             "last_batch": self._last_batch,
             "batches": {str(k): v for k, v in self._batches.items()},
-            "corrupt": self._corrupt,
         }
 
     def _resume(self) -> None:
