@@ -29,8 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-WINDOWS = 100
-
 
 class _Finish(Exception):
     """Raised where summarize would finish the summaries."""
@@ -63,9 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         _child(args.child[0], int(args.child[1]))
         return
     sys.path.insert(0, str(Path(__file__).parent))
-    from profile_engines import _span_ns  # the same windows as that bench
-
-    from sparktrail.synthetic import write_profile_trace
+    from profile_engines import sized_trace  # the same traces and windows
 
     lines = [
         "| rows | CP phase (s) | per 10^6 rows (s) | peak RSS (MiB) |",
@@ -75,10 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         traces = args.trace_dir or Path(tmp)
         for size in args.sizes:
             rows = int(size)
-            path = traces / f"profile-trace-{rows}.arrow"
-            if not path.exists():
-                write_profile_trace(rows, path)
-            window_ns = max(1, -(-_span_ns(path) // WINDOWS))
+            path, window_ns = sized_trace(traces, rows)
             out = subprocess.run(
                 [sys.executable, __file__, "--child", str(path), str(window_ns)],
                 check=True,

@@ -167,6 +167,15 @@ def _span_ns(path: Path) -> int:
     return int(end) - int(start)
 
 
+def sized_trace(traces: Path, rows: int) -> tuple[Path, int]:
+    """The profile trace of ``rows`` rows in ``traces`` (written unless it is
+    there already) and the window length that cuts it into :data:`WINDOWS`."""
+    path = traces / f"profile-trace-{rows}.arrow"
+    if not path.exists():
+        write_profile_trace(rows, path)
+    return path, max(1, -(-_span_ns(path) // WINDOWS))
+
+
 def table(runs: list[Run]) -> str:
     """The runs as a Markdown table: medians per (rows, engine, version)."""
     lines = [
@@ -221,10 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         traces = args.trace_dir or Path(tmp)
         for size in args.sizes:
             rows = int(size)
-            path = traces / f"profile-trace-{rows}.arrow"
-            if not path.exists():
-                write_profile_trace(rows, path)
-            window_ns = max(1, -(-_span_ns(path) // WINDOWS))
+            path, window_ns = sized_trace(traces, rows)
             for engine in args.engines:
                 for _ in range(args.repeat):
                     for version, pythonpath in versions:
