@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import resource
 import shutil
 import statistics
@@ -49,12 +48,11 @@ from bench.online_latency import (
     PAGE_TICK_S,
     TARGET_S,
     WINDOW_NS,
-    Page,
     TimedUpdateThread,
     analyse,
-    produce,
+    run_producer,
+    start_consumer,
 )
-from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.snapshots import LiveLoader
 from sparktrail.pag.memory import retain_freed_memory
 
@@ -121,21 +119,10 @@ def run(rate: float, duration: float, drain: float, seed: int) -> dict[str, Any]
     trace_dir, log_path = root / "trace", root / "producer.json"
     trace_dir.mkdir()
     try:
-        loader = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS)
-        thread = TimedUpdateThread(loader.step, DEFAULT_INTERVAL, source=str(trace_dir))
-        page = Page(create_app(thread), PAGE_TICK_S)
+        loader, thread, page = start_consumer(trace_dir, DEFAULT_INTERVAL, PAGE_TICK_S)
         sampler = Sampler(loader, thread)
-        thread.start()
-        page.start()
         sampler.start()
-        producer = mp.get_context("spawn").Process(
-            target=produce, args=(str(trace_dir), rate, duration, str(log_path), seed)
-        )
-        producer.start()
-        producer.join(duration + 60)
-        if producer.is_alive():
-            producer.kill()
-            raise RuntimeError("producer did not stop")
+        run_producer(trace_dir, rate, duration, log_path, seed)
         stopped = time.monotonic()
         log = json.loads(log_path.read_text(encoding="utf-8"))
         produced = sum(f[1] for f in log["files"])

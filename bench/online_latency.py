@@ -303,6 +303,34 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def start_consumer(
+    trace_dir: Path, interval: float, tick: float
+) -> tuple[LiveLoader, TimedUpdateThread, Page]:
+    """The live loader of ``trace_dir``, its update thread stepping every
+    ``interval`` s and a page polling the app every ``tick`` s, started."""
+    loader = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS)
+    thread = TimedUpdateThread(loader.step, interval, source=str(trace_dir))
+    page = Page(create_app(thread), tick)
+    thread.start()
+    page.start()
+    return loader, thread, page
+
+
+def run_producer(
+    trace_dir: Path, rate: float, duration: float, log_path: Path, seed: int
+) -> None:
+    """Run :func:`produce` in a spawned process and wait for it to stop."""
+    producer = mp.get_context("spawn").Process(
+        target=produce,
+        args=(str(trace_dir), rate, duration, str(log_path), seed),
+    )
+    producer.start()
+    producer.join(duration + 60)
+    if producer.is_alive():
+        producer.kill()
+        raise RuntimeError("producer did not stop")
+
+
 def run_rate(
     rate: float, duration: float, seed: int, interval: float, tick: float
 ) -> dict[str, Any]:
@@ -311,21 +339,9 @@ def run_rate(
     trace_dir, log_path = root / "trace", root / "producer.json"
     trace_dir.mkdir()
     try:
-        loader = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS)
-        thread = TimedUpdateThread(loader.step, interval, source=str(trace_dir))
-        page = Page(create_app(thread), tick)
-        thread.start()
-        page.start()
-        producer = mp.get_context("spawn").Process(
-            target=produce,
-            args=(str(trace_dir), rate, duration, str(log_path), seed),
-        )
+        _, thread, page = start_consumer(trace_dir, interval, tick)
         wall0, cpu0 = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-        producer.start()
-        producer.join(duration + 60)
-        if producer.is_alive():
-            producer.kill()
-            raise RuntimeError("producer did not stop")
+        run_producer(trace_dir, rate, duration, log_path, seed)
         time.sleep(2 * tick + 1.0)  # the last closable windows get served
         thread.stop()
         page.stop()
