@@ -15,6 +15,7 @@ from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
 from sparktrail.summaries import Summaries
 from sparktrail.synthetic import barrier_trace
+from tests.paths import KAFKA_STREAMING_LOG
 
 
 @pytest.fixture
@@ -70,9 +71,7 @@ def test_a_profile_output_loads_as_a_finished_snapshot(
 def test_live_window_batch_stores_profile_window_batch_windows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.paths import EVENTLOGS
-
-    log = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+    log = KAFKA_STREAMING_LOG
     if not log.exists():
         pytest.skip(f"{log} is missing")
     # GIVEN a Structured Streaming log imported to a trace directory

@@ -24,7 +24,7 @@ from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import write_trace
 from sparktrail.summaries import Summaries
 from sparktrail.tracer import import_trace
-from tests.paths import SHARED_LOG
+from tests.paths import KAFKA_STREAMING_LOG, SHARED_LOG
 
 LOG = SHARED_LOG
 S = 1_000_000_000
@@ -347,9 +347,8 @@ def test_terminal_summary_starts_with_the_header_and_the_verdict(
 
 def test_window_batch_cuts_a_streaming_log_at_its_micro_batches(tmp_path: Path) -> None:
     from sparktrail.dashboard.snapshots import load_report
-    from tests.paths import EVENTLOGS
 
-    log = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+    log = KAFKA_STREAMING_LOG
     if not log.exists():
         pytest.skip(f"{log} is missing")
     out = tmp_path / "out"

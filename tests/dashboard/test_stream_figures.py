@@ -14,10 +14,10 @@ from sparktrail.dashboard.stream_figures import batch_frame, stream_progress
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.streams import StreamBatch, StreamSource
 from sparktrail.pag.trace import Trace, load_trace
-from tests.paths import EVENTLOGS
+from tests.paths import KAFKA_STREAMING_LOG
 from tests.summaries.builders import MS, balanced
 
-KAFKA = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+KAFKA = KAFKA_STREAMING_LOG
 
 
 def test_the_kafka_logs_batches_are_drawn_with_their_rates_and_phases() -> None:

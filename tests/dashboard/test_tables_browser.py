@@ -14,12 +14,12 @@ from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.snapshots import StaticSource, load_report
 from tests.dashboard.browser_support import require_browser, wait_until
 from tests.dashboard.serving import served
-from tests.paths import EVENTLOGS
+from tests.paths import KAFKA_STREAMING_LOG
 
 pytestmark = pytest.mark.integration
 
 #: A Structured Streaming run: 16 stages of one or two tasks, skews 1 to 1.1.
-LOG = EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
+LOG = KAFKA_STREAMING_LOG
 WAIT = 30.0
 
 require_browser(LOG)

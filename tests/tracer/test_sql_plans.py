@@ -20,7 +20,7 @@ from sparktrail.tracer.sql_plans import (
     SqlPlans,
     call_site,
 )
-from tests.paths import EVENTLOGS
+from tests.paths import EVENTLOGS, KAFKA_STREAMING_LOG
 from tests.tracer.spark_model_support import build, task_events
 
 SITE = "collect at /home/me/jobs/etl.py:76"
@@ -237,7 +237,7 @@ def test_the_same_query_shape_keeps_its_label_across_jobs() -> None:
 
 def test_streaming_batches_share_their_operators() -> None:
     # GIVEN a Structured Streaming log: 8 micro-batches of one word count
-    path = PUBLIC / "spark/spark-events/local-1596020211915"
+    path = KAFKA_STREAMING_LOG
     if not path.exists():
         pytest.skip(f"{path} is not here")
     ops = operators(path)

@@ -20,11 +20,11 @@ from sparktrail.tracer import import_trace
 from sparktrail.tracer.eventlog import EventLogWarning
 from sparktrail.tracer.fields import INF
 from sparktrail.tracer.spark_model import SparkModel
-from tests.paths import EVENTLOGS
+from tests.paths import EVENTLOGS, KAFKA_STREAMING_LOG
 from tests.tracer.spark_model_support import MS
 
 PUBLIC = EVENTLOGS / "public" / "spark"
-KAFKA_LOG = PUBLIC / "spark-events" / "local-1596020211915"
+KAFKA_LOG = KAFKA_STREAMING_LOG
 LEGACY_LOGS = sorted((PUBLIC / "streaming").glob("query-event-logs-version-2.0.*"))
 LISTENER = "org.apache.spark.sql.streaming.StreamingQueryListener$"
 
