@@ -44,6 +44,7 @@ from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import (
     CHECKPOINT,
     LOCK,
+    WINDOW_FILES,
     WINDOW_FRAMES,
     WindowStore,
     store_dir,
@@ -308,8 +309,7 @@ def compare_stores(got: Path, want: Path) -> Comparison:
         out.problems.append(f"windows missing {missing}, extra {added}")
     for start in sorted(set(starts_a) & set(starts_b)):
         for name in WINDOW_FRAMES:
-            fa = pl.read_parquet(a.windows_dir / str(start) / f"{name}.parquet")
-            fb = pl.read_parquet(b.windows_dir / str(start) / f"{name}.parquet")
+            fa, fb = a.read_frame(start, name), b.read_frame(start, name)
             out.frames += 1
             if fa.schema == fb.schema and fa.equals(fb):
                 continue
@@ -330,7 +330,7 @@ def _strays(store: WindowStore) -> list[str]:
     """Store entries other than whole windows, the checkpoint and the lock."""
     if not store.root.is_dir():
         return []
-    whole = {f"{name}.parquet" for name in WINDOW_FRAMES}
+    whole = set(WINDOW_FILES)
     strays = [
         p.name
         for p in store.root.iterdir()

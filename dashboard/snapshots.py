@@ -324,16 +324,13 @@ def append_rows(frame: pl.DataFrame, more: Sequence[pl.DataFrame]) -> pl.DataFra
 def read_activity(store: WindowStore, starts: Sequence[int]) -> pl.DataFrame:
     """``activity_by_window`` of the stored windows ``starts``, concatenated.
 
-    One read of many files (the store's layout: ``windows/<start>/<frame>
-    .parquet``); should their columns differ, one read per window.
+    One read per window (:meth:`~sparktrail.engines.store.WindowStore.
+    read_frame`), concatenated once.
     """
-    paths = [store.windows_dir / str(s) / "activity_by_window.parquet" for s in starts]
-    if not paths:
+    if not starts:
         return pl.DataFrame()
-    try:
-        return pl.read_parquet(paths).rechunk()  # one chunk per file otherwise
-    except pl.exceptions.PolarsError:
-        return append_rows(pl.DataFrame(), [pl.read_parquet(p) for p in paths])
+    frames = [store.read_frame(s, "activity_by_window") for s in starts]
+    return pl.concat(frames, how="diagonal_relaxed").rechunk()
 
 
 class _FrameCache:

@@ -5,10 +5,15 @@ Layout under a trace directory (hidden, so trace readers skip it)::
     TRACE_DIR/.sparktrail/store/
         checkpoint.json            what the online pipeline has consumed
         .lock                      held by the one process that writes
-        windows/<ts>/<frame>.parquet   one directory per closed window
+        windows/<ts>/                  one directory per closed window
+            cp.parquet                 its CP rows
+            summaries.arrows           every summary frame, in one file
 
 A window's directory holds its CP rows (``cp``) and every frame of its
-:class:`~sparktrail.summaries.Summaries` (:data:`WINDOW_FRAMES`).
+:class:`~sparktrail.summaries.Summaries` (:data:`WINDOW_FRAMES`; the
+files are :data:`WINDOW_FILES`, read with :meth:`WindowStore.read_window`
+and :meth:`WindowStore.read_frame`). A store written before the frames
+were bundled (a Parquet file per frame) still reads.
 
 Crash consistency
 -----------------
@@ -45,11 +50,17 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.summaries.frames import SUMMARY_FRAMES
-from sparktrail.summaries.result import Summaries, saved_window
+from sparktrail.summaries.result import (
+    BUNDLE_FILE,
+    Summaries,
+    load_frame,
+    saved_window,
+)
 
 __all__ = [
     "STORE_DIR",
     "SUMMARY_FRAMES",
+    "WINDOW_FILES",
     "WINDOW_FRAMES",
     "StoredWindow",
     "WindowStore",
@@ -63,6 +74,8 @@ STORE_DIR = Path(".sparktrail") / "store"
 #: by :meth:`Summaries.save` and :meth:`Summaries.load`).
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
 CP_FILE = "cp.parquet"
+#: The files of one window's directory.
+WINDOW_FILES = (CP_FILE, BUNDLE_FILE)
 CHECKPOINT = "checkpoint.json"
 LOCK = ".lock"
 TEMPORARY = ".tmp"  # suffix of the hidden names things are written under
@@ -245,6 +258,20 @@ class WindowStore:
             cp=pl.read_parquet(folder / CP_FILE),
             summaries=summaries,
         )
+
+    def read_frame(self, start_ns: int, name: str) -> pl.DataFrame:
+        """The frame ``name`` (of :data:`WINDOW_FRAMES`) of a stored window,
+        alone.
+
+        Raises
+        ------
+        FileNotFoundError
+            If there is no such window, or it holds no such frame.
+        """
+        folder = self.windows_dir / str(start_ns)
+        if name == "cp":
+            return pl.read_parquet(folder / CP_FILE)
+        return load_frame(folder, name)
 
     def window_end(self, start_ns: int) -> int:
         """The end of the stored window starting at ``start_ns``.

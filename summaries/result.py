@@ -16,6 +16,12 @@ context (:class:`~sparktrail.pag.context.AppContext`: name, Spark version,
 master, executors, jobs) is ``context.json`` (:data:`CONTEXT_FILE`),
 written when anything is known; a folder without it (an empty context, or
 an older sparktrail) loads with an empty context.
+
+The online store writes a window's frames faster (``save(fast=True)``):
+all of them in one file, ``summaries.arrows`` (:data:`BUNDLE_FILE`, a
+:mod:`~sparktrail.summaries.bundle` with the window length and origin as
+its metadata), which only sparktrail reads. :meth:`Summaries.load` reads
+either layout, the bundle when a folder has both.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import write_small_parquets
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 
+from .bundle import read_bundle, write_bundle
 from .frames import (
     OPTIONAL_FRAMES,
     SUMMARY_FRAMES,
@@ -40,11 +47,13 @@ from .frames import (
 )
 
 __all__ = [
+    "BUNDLE_FILE",
     "CONTEXT_FILE",
     "ORIGIN_NS_KEY",
     "WINDOW_NS_KEY",
     "HintOptions",
     "Summaries",
+    "load_frame",
     "saved_window",
 ]
 
@@ -54,6 +63,8 @@ WINDOW_NS_KEY = "sparktrail.window_ns"
 ORIGIN_NS_KEY = "sparktrail.origin_ns"
 #: The file beside the frames that holds the application's context (JSON).
 CONTEXT_FILE = "context.json"
+#: The one file of every frame that ``save(fast=True)`` writes.
+BUNDLE_FILE = "summaries.arrows"
 
 
 @dataclass(frozen=True)
@@ -217,13 +228,14 @@ class Summaries:
 
         ``folder`` is created if missing; files of the same names are
         replaced. Returns ``folder`` as a :class:`~pathlib.Path`. ``fast``
-        writes LZ4 without column statistics, the files in one batch
-        (:func:`~sparktrail.pag.query_engine.write_small_parquets`; for the
+        writes the frames as one :data:`BUNDLE_FILE`, and ``beside`` as
+        LZ4 without column statistics
+        (:func:`~sparktrail.pag.query_engine.write_small_parquets`), for the
         online store, which writes a folder per window and reads it back
-        with polars only) instead of polars' default zstd with statistics,
-        which any Parquet reader reads. ``beside`` are other frames to
-        write in ``folder`` (file name -> frame), such as a window's CP
-        rows, the same way.
+        with sparktrail only; else a Parquet file per frame, polars' default
+        zstd with statistics, which any Parquet reader reads. ``beside``
+        are other frames to write in ``folder`` (file name -> frame), such
+        as a window's CP rows.
 
         Examples
         --------
@@ -241,16 +253,17 @@ class Summaries:
         target.mkdir(parents=True, exist_ok=True)
         beside = beside or {}
         meta = {WINDOW_NS_KEY: str(self.window_ns), ORIGIN_NS_KEY: str(self.origin_ns)}
-        files: dict[Path, tuple[pl.DataFrame, dict[str, str] | None]] = {
-            target / f"{name}.parquet": (frame, meta if name == "windows" else None)
-            for name, frame in self.frames().items()
-        }
         if fast:
-            files |= {target / name: (frame, None) for name, frame in beside.items()}
-            write_small_parquets(files)
+            write_bundle(target / BUNDLE_FILE, self.frames(), meta)
+            if beside:
+                write_small_parquets(
+                    {target / name: (frame, None) for name, frame in beside.items()}
+                )
         else:
-            for path, (frame, metadata) in files.items():
-                frame.write_parquet(path, metadata=metadata)
+            (target / BUNDLE_FILE).unlink(missing_ok=True)  # it would win on load
+            for name, frame in self.frames().items():
+                metadata = meta if name == "windows" else None
+                frame.write_parquet(target / f"{name}.parquet", metadata=metadata)
             for name, frame in beside.items():
                 frame.write_parquet(target / name)
         context = target / CONTEXT_FILE
@@ -294,6 +307,8 @@ class Summaries:
             context: an older sparktrail).
         """
         root = Path(folder)
+        if (root / BUNDLE_FILE).is_file():
+            return cls._load_bundle(root, window_ns, origin_ns)
         frames = {}
         for name in SUMMARY_FRAMES:
             path = root / f"{name}.parquet"
@@ -322,6 +337,54 @@ class Summaries:
             origin_ns=origin_ns,
             context=_saved_context(root / CONTEXT_FILE),
         )
+
+    @classmethod
+    def _load_bundle(
+        cls, root: Path, window_ns: int | None, origin_ns: int | None
+    ) -> Summaries:
+        path = root / BUNDLE_FILE
+        found, meta = read_bundle(path)
+        missing = [
+            n for n in SUMMARY_FRAMES if n not in found and n not in OPTIONAL_FRAMES
+        ]
+        if missing:
+            raise InputError(f"{path}: holds no {missing[0]!r} frame")
+        frames = {name: found.get(name, _empty(name)) for name in SUMMARY_FRAMES}
+        check_summary_frames(frames, f"{path}/")
+        saved = _window_of(path, meta, frames["windows"])
+        return cls(
+            **frames,
+            window_ns=saved[0] if window_ns is None else window_ns,
+            origin_ns=saved[1] if origin_ns is None else origin_ns,
+            context=_saved_context(root / CONTEXT_FILE),
+        )
+
+
+def load_frame(folder: str | os.PathLike[str], name: str) -> pl.DataFrame:
+    """The frame ``name`` of the summaries saved in ``folder``, alone.
+
+    Reads ``summaries.arrows`` or ``<name>.parquet``, whichever
+    :meth:`Summaries.save` wrote; unchecked (:meth:`Summaries.load`
+    checks every frame).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``folder`` holds neither, or a bundle without that frame.
+    InputError
+        If the file is not what it should be.
+    """
+    bundle = Path(folder) / BUNDLE_FILE
+    if not bundle.is_file():
+        path = Path(folder) / f"{name}.parquet"
+        try:
+            return pl.read_parquet(path)
+        except pl.exceptions.PolarsError as err:
+            raise InputError(f"{path}: not a Parquet file ({err})") from err
+    frames, _ = read_bundle(bundle, [name])
+    if name not in frames:
+        raise FileNotFoundError(f"{bundle}: holds no {name!r} frame")
+    return frames[name]
 
 
 def _empty(name: str) -> pl.DataFrame:
@@ -354,7 +417,26 @@ def saved_window(folder: str | os.PathLike[str]) -> tuple[int, int]:
     ...     saved_window(summarize(t, 4).save(d))
     (4, 0)
     """
+    bundle = Path(folder) / BUNDLE_FILE
+    if bundle.is_file():
+        _, meta = read_bundle(bundle, ())
+        return _window_of(bundle, meta, None)
     return _saved_window(Path(folder) / "windows.parquet", None)
+
+
+def _window_of(
+    path: Path, meta: Mapping[str, str], windows: pl.DataFrame | None
+) -> tuple[int, int]:
+    """``(window_ns, origin_ns)`` from a bundle's metadata, or else its
+    ``windows`` frame (read from the bundle when not given)."""
+    if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
+        try:
+            return int(meta[WINDOW_NS_KEY]), int(meta[ORIGIN_NS_KEY])
+        except ValueError as err:
+            raise InputError(f"{path}: window metadata is not an integer") from err
+    if windows is None:
+        windows = read_bundle(path, ["windows"])[0].get("windows")
+    return _first_window(windows)
 
 
 def _saved_window(path: Path, windows: pl.DataFrame | None) -> tuple[int, int]:
@@ -369,7 +451,12 @@ def _saved_window(path: Path, windows: pl.DataFrame | None) -> tuple[int, int]:
             raise InputError(f"{path}: window metadata is not an integer") from err
     if windows is None:
         windows = pl.read_parquet(path)
-    if windows.is_empty():
+    return _first_window(windows)
+
+
+def _first_window(windows: pl.DataFrame | None) -> tuple[int, int]:
+    """The first window's length and the start of window 0, or ``(0, 0)``."""
+    if windows is None or windows.is_empty():
         return 0, 0
     first = windows.row(0, named=True)
     origin = windows[WINDOW_START_NS].min()

@@ -17,7 +17,12 @@ from sparktrail.engines.online import (
     TraceFileWarning,
     listed_windows,
 )
-from sparktrail.engines.store import WINDOW_FRAMES, WindowStore, store_dir
+from sparktrail.engines.store import (
+    WINDOW_FILES,
+    WINDOW_FRAMES,
+    WindowStore,
+    store_dir,
+)
 from sparktrail.pag import critical_participation, write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.windows import clip, touching
@@ -129,7 +134,10 @@ def test_a_closed_window_is_in_the_store_with_its_summaries(
     assert back.cp.equals(closed[3].cp)
     assert back.summaries.activity.equals(closed[3].summaries.activity)
     folder = store.windows_dir / str(closed[3].start_ns)
-    assert sorted(p.stem for p in folder.iterdir()) == sorted(WINDOW_FRAMES)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(WINDOW_FILES)
+    for name in WINDOW_FRAMES:  # ... and each frame reads alone, the same
+        whole = back.cp if name == "cp" else getattr(back.summaries, name)
+        assert store.read_frame(back.start_ns, name).equals(whole), name
     # ... each window's activity shares sum to 1 (every window has paths)
     assert back.summaries.activity["cp_share"].sum() == pytest.approx(1.0)
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -77,11 +76,10 @@ class Faults:
 
 @contextmanager
 def faults(at: frozenset[int] = frozenset()) -> Iterator[Faults]:
-    """Steps: before the 4th frame of a window, before and after each rename."""
+    """Steps: between a window's two files, before and after each rename."""
     f = Faults(at)
     rename: Callable[[Path, Path], None] = store_module._rename
-    write_parquet = pl.DataFrame.write_parquet
-    write_files = result_module.write_small_parquets
+    write_bundle = result_module.write_bundle
 
     def renaming(source: Path, target: Path) -> None:
         what = "checkpoint" if target.name == "checkpoint.json" else "window"
@@ -89,26 +87,15 @@ def faults(at: frozenset[int] = frozenset()) -> Iterator[Faults]:
         rename(source, target)
         f.point(f"after renaming a {what}")
 
-    def writing(frame: pl.DataFrame, file: Any, *args: Any, **kw: Any) -> None:
-        if Path(file).name == "straggler.parquet":
-            f.point("amid a window's frames")
-        write_parquet(frame, file, *args, **kw)
-
-    def writing_files(files: dict[Path, Any]) -> None:
-        # The store writes a window's files in one batch: split it around
-        # the point, some files written and some not, as a kill amid the
-        # batch leaves them.
-        names = [path.name for path in files]
-        cut = names.index("straggler.parquet") if "straggler.parquet" in names else 0
-        write_files(dict(list(files.items())[:cut]))
-        if cut:
-            f.point("amid a window's frames")
-        write_files(dict(list(files.items())[cut:]))
+    def bundling(path: Path, *args: Any, **kw: Any) -> None:
+        # The store writes a window's summary frames, then its CP rows: a
+        # kill between them leaves one file of the two.
+        write_bundle(path, *args, **kw)
+        f.point("amid a window's frames")
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store_module, "_rename", renaming)
-        patch.setattr(pl.DataFrame, "write_parquet", writing)
-        patch.setattr(result_module, "write_small_parquets", writing_files)
+        patch.setattr(result_module, "write_bundle", bundling)
         yield f
 
 
