@@ -103,6 +103,7 @@ from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
+from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import (
     TRACE_SUFFIX,
     Trace,
@@ -336,6 +337,8 @@ class OnlinePipeline(PipelineCounters):
         self._corrupt: dict[str, int] = {}
         # The newest file's context is the whole so far (see read_context).
         self._context = AppContext()
+        #: The context's batches and their trigger times (see _boundaries).
+        self._triggers: tuple[tuple[StreamBatch, ...], list[int]] = ((), [])
         self._next_row = 0
         self._first: int | None = None
         self._last: int | None = None
@@ -585,7 +588,10 @@ class OnlinePipeline(PipelineCounters):
         """Micro-batch boundaries after the first event (see "Assumptions")."""
         assert self._first is not None
         first = self._first
-        return [t for t in trigger_times(self._context.batches) if t > first]
+        batches = self._context.batches
+        if self._triggers[0] is not batches:  # sorted once per context read
+            self._triggers = (batches, trigger_times(batches))
+        return [t for t in self._triggers[1] if t > first]
 
     def _open_from(self) -> int:
         """Start of the first window not closed yet (once a row was read)."""
@@ -662,3 +668,4 @@ class OnlinePipeline(PipelineCounters):
             cp=to_trace_rows(cp, near),
             summaries=summaries,
         )
+
