@@ -668,4 +668,3 @@ class OnlinePipeline(PipelineCounters):
             cp=to_trace_rows(cp, near),
             summaries=summaries,
         )
-

@@ -80,13 +80,11 @@ from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
-from sparktrail.summaries.activity import activity_partial
+from sparktrail.summaries.communication import read_partial_of_sums
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
-from sparktrail.summaries.frames import CP_NS, CP_TOTAL, HAS_PATHS
-from sparktrail.summaries.operator import operator_partial
-from sparktrail.summaries.partials import Partials, stage_partial, window_stats_from
+from sparktrail.summaries.frames import CP_NS, HAS_PATHS
+from sparktrail.summaries.partials import FINE_KEYS, Partials, partials_of_sums
 from sparktrail.summaries.result import HintOptions, Summaries
-from sparktrail.summaries.straggler import worker_partial
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -386,63 +384,22 @@ def _charged(rows: DataFrame, window_ns: int) -> DataFrame:
 
 
 def _fine_query(cp: DataFrame) -> DataFrame:
-    """CP rows summed per (window, worker, locality, activity, stage).
+    """:func:`~sparktrail.summaries.partials.fine_sums` in Spark.
 
-    The one scan most partials are derived from (:func:`_from_fine`):
-    grouping by all their keys at once reads the staged CP rows once
-    instead of once per partial.
+    The one scan most partials are derived from
+    (:func:`~sparktrail.summaries.partials.partials_of_sums`): grouping by
+    all their keys at once reads the staged CP rows once instead of once
+    per partial.
     """
     from pyspark.sql import functions as F
 
-    return cp.groupBy(
-        WINDOW_START_NS,
-        WINDOW_END_NS,
-        "worker",
-        "is_local",
-        "activity",
-        "operator",
-        "stage_id",
-    ).agg(
+    return cp.groupBy(*FINE_KEYS).agg(
         F.max("executor").alias("executor"),
         F.sum("cp").alias("cp"),
         F.sum(CP_NS).alias(CP_NS),
         F.sum(WEIGHT_NS).alias(WEIGHT_NS),
         F.count(F.lit(1)).alias("edges"),
     )
-
-
-def _from_fine(fine: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """The partials that :func:`_fine_query`'s sums determine.
-
-    The polars engine's own partial functions, run on the fine sums: they
-    only add up ``cp``, ``cp_ns`` and ``weight_ns`` within their keys, and
-    a fine group is busy (non-waiting, positive weight) exactly when one of
-    its rows is, since weights are not negative. Edge counts come from the
-    fine groups' ``edges``.
-    """
-    window = [WINDOW_START_NS, WINDOW_END_NS]
-    workers = worker_partial(fine)
-    totals = fine.group_by(*window).agg(
-        pl.col("edges").sum(), pl.col("cp").sum().alias(CP_TOTAL)
-    )
-    reads = (
-        fine.filter(pl.col("activity") == "shuffle_read")
-        .group_by(*window, "stage_id", "worker")
-        .agg(pl.col("cp", CP_NS, "edges").sum())
-        .with_columns(
-            pl.lit(True).alias("read"),
-            pl.lit(None, pl.String).alias("src_worker"),
-            pl.lit("shuffle").alias("activity"),
-        )
-    )
-    return {
-        "windows": window_stats_from(totals, workers),
-        "activity": activity_partial(fine),
-        "operators": operator_partial(fine),
-        "stages": stage_partial(fine),
-        "workers": workers,
-        "reads": reads,
-    }
 
 
 def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFrame]:
@@ -455,7 +412,8 @@ def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFr
     from pyspark.sql import functions as F
 
     window = [WINDOW_START_NS, WINDOW_END_NS]
-    derived = _from_fine(_fetch(_fine_query(cp)))
+    fine = _fetch(_fine_query(cp))
+    derived = partials_of_sums(fine)
     messages = _fetch(
         cp.filter("NOT is_local")
         .groupBy(*window, "src_worker", "worker", "activity")
@@ -485,7 +443,7 @@ def _spark_partials(session: SparkSession, cp: DataFrame) -> dict[str, pl.DataFr
         .groupBy(EDGE_INDEX)
         .agg(F.sum("cp").alias("cp"))
     )
-    reads = derived.pop("reads")
+    reads = read_partial_of_sums(fine)
     return {
         **derived,
         "channels": pl.concat([messages, reads], how="diagonal_relaxed"),

@@ -131,9 +131,10 @@ from sparktrail.pag.windows import (
     to_trace_rows,
     touches,
 )
+from sparktrail.summaries.communication import read_partial_of_sums
 from sparktrail.summaries.finish import summaries_from_partials
 from sparktrail.summaries.frames import HAS_PATHS
-from sparktrail.summaries.partials import Partials
+from sparktrail.summaries.partials import Partials, partials_of_sums
 from sparktrail.summaries.result import HintOptions
 
 from .online import ROW, ClosedWindow, PipelineCounters, TraceFileWarning
@@ -144,7 +145,6 @@ from .spark import (
     _coarse_sql,
     _fetch,
     _fine_query,
-    _from_fine,
     spark_session,
 )
 from .store import WindowStore, store_dir
@@ -744,8 +744,9 @@ class SparkLivePipeline(PipelineCounters):
         its position there, since ``near`` is the trace its summaries read.
         """
         this = pl.col(WINDOW_START_NS) == ts
-        derived = _from_fine(sums["fine"].filter(this))
-        reads = derived.pop("reads")
+        fine = sums["fine"].filter(this)
+        derived = partials_of_sums(fine)
+        reads = read_partial_of_sums(fine)
         messages = (
             sums["messages"]
             .filter(this)

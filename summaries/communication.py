@@ -34,8 +34,10 @@ from ._table import (
 __all__ = [
     "SHUFFLE_NOTE",
     "channel_partial",
+    "channel_partial_of_sums",
     "communication_from_partial",
     "communication_summary",
+    "read_partial_of_sums",
     "shuffle_sources",
 ]
 
@@ -215,33 +217,49 @@ def channel_partial(cp: Frame) -> Frame:
     split over their sources. Partials of disjoint sets of windows
     concatenate into the partial of their union.
     """
-    sums = (
-        pl.col("cp").sum(),
-        pl.col("cp_ns").sum(),
-        pl.len().cast(pl.Int64).alias("edges"),
-    )
-    messages = (
-        cp.filter(~pl.col("is_local"))
+    edges = pl.len().cast(pl.Int64).alias("edges")
+    return pl.concat([_message_partial(cp, edges), _read_partial(cp, edges)])
+
+
+def channel_partial_of_sums(fine: Frame) -> Frame:
+    """:func:`channel_partial` from the fine sums of a CP table.
+
+    ``fine``: :func:`~sparktrail.summaries.partials.fine_sums` grouped by
+    ``src_worker`` too, whose ``edges`` count its groups' rows.
+    """
+    edges = pl.col("edges").sum()
+    return pl.concat([_message_partial(fine, edges), _read_partial(fine, edges)])
+
+
+def read_partial_of_sums(fine: Frame) -> Frame:
+    """The shuffle-read rows of :func:`channel_partial_of_sums` alone (fine
+    sums without ``src_worker`` determine them)."""
+    return _read_partial(fine, pl.col("edges").sum())
+
+
+def _message_partial(frame: Frame, edges: pl.Expr) -> Frame:
+    return (
+        frame.filter(~pl.col("is_local"))
         .group_by(*WINDOW, "src_worker", "worker", "activity")
-        .agg(*sums)
+        .agg(pl.col("cp").sum(), pl.col("cp_ns").sum(), edges)
         .with_columns(pl.lit(False).alias("read"), pl.lit(None).alias("stage_id"))
+        .select(list(CHANNEL_PARTIAL_SCHEMA))
+        .cast(CHANNEL_PARTIAL_SCHEMA)  # type: ignore[arg-type]
     )
-    reads = (
-        cp.filter(pl.col("activity") == "shuffle_read")
+
+
+def _read_partial(frame: Frame, edges: pl.Expr) -> Frame:
+    return (
+        frame.filter(pl.col("activity") == "shuffle_read")
         .group_by(*WINDOW, "stage_id", "worker")
-        .agg(*sums)
+        .agg(pl.col("cp").sum(), pl.col("cp_ns").sum(), edges)
         .with_columns(
             pl.lit(True).alias("read"),
             pl.lit(None).alias("src_worker"),
             pl.lit("shuffle").alias("activity"),
         )
-    )
-    columns = list(CHANNEL_PARTIAL_SCHEMA)
-    return pl.concat(
-        [
-            frame.select(columns).cast(CHANNEL_PARTIAL_SCHEMA)  # type: ignore[arg-type]
-            for frame in (messages, reads)
-        ]
+        .select(list(CHANNEL_PARTIAL_SCHEMA))
+        .cast(CHANNEL_PARTIAL_SCHEMA)  # type: ignore[arg-type]
     )
 
 
