@@ -21,6 +21,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
 
 __all__ = [
     "DRIVER",
@@ -216,11 +217,13 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
 
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
     executor, launch_ns, end_ns, duration_ns, useful_ns, run_ns, gc_ns,
-    records, bytes, shuffle_write_bytes, memory_bytes_spilled,
+    overhead_ns, records, bytes, shuffle_write_bytes, memory_bytes_spilled,
     disk_bytes_spilled, state_rows, state_memory_bytes, status``.
     ``run_ns`` is Spark's executor run time as the trace tiles it
     (:data:`RUN`: fetch wait, processing, GC and shuffle write), ``gc_ns``
-    the length of its ``gc`` rows; the work
+    the length of its ``gc`` rows, ``overhead_ns`` that of its scheduling
+    and deserialization rows (the what-if replay's fixed cost of a task,
+    :data:`~sparktrail.whatif.replay.OVERHEAD_ACTIVITIES`); the work
     columns are sums over its rows (``records`` and the spills null when
     no row states them).
 
@@ -326,6 +329,7 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
         pl.col("_useful").sum().alias("useful_ns"),
         pl.col("_run").sum().alias("run_ns"),
         pl.col("_gc").sum().alias("gc_ns"),
+        pl.col("_overhead").sum().alias("overhead_ns"),
         *[pl.col(c).sum() for c in _WORK],
         pl.col("status").first(ignore_nulls=True),
         *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
@@ -338,6 +342,9 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
             pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
             pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),
             pl.when(pl.col("activity") == "gc").then(span).alias("_gc"),
+            pl.when(pl.col("activity").is_in(OVERHEAD_ACTIVITIES))
+            .then(span)
+            .alias("_overhead"),
         )
         .group_by("task_id")
         .agg(

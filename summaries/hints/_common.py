@@ -242,7 +242,8 @@ class Context:
         """The what-if replay of the run (built once, when a hint asks;
         ``None`` when the trace cannot be replayed)."""
         try:
-            return Replay.of(Trace(self.trace, self.app))
+            # The task facts are at hand: the model need not group the rows.
+            return Replay.of(Trace(self.trace, self.app), self.tasks)
         except (InputError, ValueError, KeyError) as err:
             warnings.warn(f"no what-if replay: {err}", stacklevel=2)
             return None

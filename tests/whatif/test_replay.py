@@ -9,6 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktrail.errors import InputError
+from sparktrail.pag.trace import load_trace
+from sparktrail.summaries import task_facts
+from sparktrail.synthetic import profile_trace
 from sparktrail.tracer import import_trace
 from sparktrail.whatif import (
     DropDriverGap,
@@ -135,3 +138,43 @@ def test_bad_change_values_are_refused_by_name(make, named):
 def test_an_empty_trace_is_refused():
     with pytest.raises(InputError, match="needs a trace with rows"):
         Replay.of(trace_of([]))
+
+
+def _same_model(a: Replay, b: Replay) -> None:
+    assert a.tasks.equals(b.tasks) and a.tasks.schema == b.tasks.schema
+    assert a.stages.equals(b.stages) and a.gaps.equals(b.gaps)
+    assert (a.slots, a.executors, a.start_ns, a.end_ns) == (
+        b.slots,
+        b.executors,
+        b.start_ns,
+        b.end_ns,
+    )
+
+
+@pytest.mark.parametrize("source", ["shared log", "synthetic", "greedy"])
+def test_the_model_built_from_task_facts_is_the_one_built_from_the_rows(source):
+    # GIVEN a trace: a real Spark log's, the profile benchmark's, and a
+    # greedy run with a driver gap (tasks and facts on slots and the driver)
+    if source == "shared log":
+        trace = load_trace(import_trace(SHARED_LOG, progress=False))
+    elif source == "synthetic":
+        trace = load_trace(profile_trace(3000))
+    else:
+        stage = ([5, 9, 3], [0, 1, 2, 0, 0, 0, 0, 0], 2, True, False)
+        trace = trace_of(*_greedy_run(2, [stage, stage])[:2])
+    # WHEN the replay model is built from its rows, and from its task facts
+    from_rows = Replay.of(trace)
+    from_facts = Replay.of(trace, task_facts(trace))
+    # THEN the two models are the same, and so are their predictions
+    _same_model(from_rows, from_facts)
+    assert from_rows.run().wall_ns == from_facts.run().wall_ns
+    assert from_rows.tasks.height > 0
+
+
+def test_task_facts_without_the_model_columns_are_refused_naming_them():
+    # GIVEN facts without the tasks' overhead
+    trace = trace_of([("exec-1/0", 0, 0, 0, 0, 5)], [])
+    facts = task_facts(trace).drop("overhead_ns")
+    # WHEN a model is built from them
+    with pytest.raises(InputError, match="overhead_ns"):
+        Replay.of(trace, facts)
