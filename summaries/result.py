@@ -27,7 +27,7 @@ either layout, the bundle when a folder has both.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -351,7 +351,7 @@ class Summaries:
             raise InputError(f"{path}: holds no {missing[0]!r} frame")
         frames = {name: found.get(name, _empty(name)) for name in SUMMARY_FRAMES}
         check_summary_frames(frames, f"{path}/")
-        saved = _window_of(path, meta, frames["windows"])
+        saved = _bundle_window(path, meta, frames["windows"])
         return cls(
             **frames,
             window_ns=saved[0] if window_ns is None else window_ns,
@@ -420,38 +420,40 @@ def saved_window(folder: str | os.PathLike[str]) -> tuple[int, int]:
     bundle = Path(folder) / BUNDLE_FILE
     if bundle.is_file():
         _, meta = read_bundle(bundle, ())
-        return _window_of(bundle, meta, None)
+        return _bundle_window(bundle, meta, None)
     return _saved_window(Path(folder) / "windows.parquet", None)
 
 
 def _window_of(
-    path: Path, meta: Mapping[str, str], windows: pl.DataFrame | None
+    path: Path,
+    meta: Mapping[str, str],
+    windows: pl.DataFrame | None,
+    read_windows: Callable[[], pl.DataFrame | None],
 ) -> tuple[int, int]:
-    """``(window_ns, origin_ns)`` from a bundle's metadata, or else its
-    ``windows`` frame (read from the bundle when not given)."""
+    """``(window_ns, origin_ns)`` from the metadata ``meta`` of ``path``, or
+    else from its ``windows`` frame (first window; ``read_windows()`` when
+    not given), or else ``(0, 0)``."""
     if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
         try:
             return int(meta[WINDOW_NS_KEY]), int(meta[ORIGIN_NS_KEY])
         except ValueError as err:
             raise InputError(f"{path}: window metadata is not an integer") from err
-    if windows is None:
-        windows = read_bundle(path, ["windows"])[0].get("windows")
-    return _first_window(windows)
+    return _first_window(read_windows() if windows is None else windows)
+
+
+def _bundle_window(
+    path: Path, meta: Mapping[str, str], windows: pl.DataFrame | None
+) -> tuple[int, int]:
+    """:func:`_window_of` a bundle."""
+    return _window_of(
+        path, meta, windows, lambda: read_bundle(path, ["windows"])[0].get("windows")
+    )
 
 
 def _saved_window(path: Path, windows: pl.DataFrame | None) -> tuple[int, int]:
-    """``(window_ns, origin_ns)`` from the metadata of ``path``, or else
-    from its ``windows`` frame (first window; read from ``path`` when not
-    given), or else ``(0, 0)``."""
+    """:func:`_window_of` a ``windows.parquet``."""
     meta = pl.read_parquet_metadata(path)
-    if WINDOW_NS_KEY in meta and ORIGIN_NS_KEY in meta:
-        try:
-            return int(meta[WINDOW_NS_KEY]), int(meta[ORIGIN_NS_KEY])
-        except ValueError as err:
-            raise InputError(f"{path}: window metadata is not an integer") from err
-    if windows is None:
-        windows = pl.read_parquet(path)
-    return _first_window(windows)
+    return _window_of(path, meta, windows, lambda: pl.read_parquet(path))
 
 
 def _first_window(windows: pl.DataFrame | None) -> tuple[int, int]:

@@ -100,3 +100,15 @@ def test_a_bundle_without_a_required_frame_is_refused_naming_it(summaries, tmp_p
         Summaries.load(tmp_path)
     with pytest.raises(FileNotFoundError, match="holds no 'hints' frame"):
         load_frame(tmp_path, "hints")
+
+
+def test_a_bundle_without_window_metadata_takes_the_windows_from_the_frame(
+    summaries, tmp_path
+):
+    # GIVEN a bundle of every frame but no metadata
+    write_bundle(tmp_path / BUNDLE_FILE, summaries.frames())
+    # WHEN it is loaded, and its window asked alone
+    back = Summaries.load(tmp_path)
+    # THEN the window length and origin are those of the windows frame
+    assert_equal(back, summaries)
+    assert saved_window(tmp_path) == (summaries.window_ns, summaries.origin_ns)
