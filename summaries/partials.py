@@ -203,9 +203,9 @@ class Partials:
         rows = cp.lazy()
         # Two batches of queries (polars runs each in parallel): the CP rows'
         # fine sums, the tasks and the driver rows, then every other partial
-        # from the fine sums (a few hundred rows a window). One group-by of
-        # the rows instead of six: 9.1 -> 5.0 ms on a window of 30,000 rows
-        # (one core).
+        # from the fine sums (about a hundred rows a window). One group-by
+        # of the rows instead of six: Partials.of of a window of 30,000 rows
+        # took 7.8 ms instead of 11.7 (one core).
         fine, tasks, driver = collect_all(
             [
                 fine_sums(rows, "src_worker"),
