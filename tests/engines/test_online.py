@@ -26,6 +26,7 @@ from sparktrail.engines.store import (
 from sparktrail.pag import critical_participation, write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.windows import clip, touching
+from sparktrail.summaries.result import BUNDLE_FILE
 from sparktrail.synthetic import barrier_trace
 
 WINDOW = 200_000  # ns; a barrier round lasts up to ~100 us
@@ -140,6 +141,29 @@ def test_a_closed_window_is_in_the_store_with_its_summaries(
         assert store.read_frame(back.start_ns, name).equals(whole), name
     # ... each window's activity shares sum to 1 (every window has paths)
     assert back.summaries.activity["cp_share"].sum() == pytest.approx(1.0)
+
+
+def test_a_window_stored_by_an_older_sparktrail_still_reads(
+    tmp_path: Path, trace: pl.DataFrame
+) -> None:
+    # GIVEN a store whose window was written the old way: a Parquet file per
+    # summary frame beside the CP rows, no bundle
+    land(tmp_path, trace, 0)
+    closed = OnlinePipeline(tmp_path, WINDOW, LATENESS).poll(final=True)
+    store = WindowStore(store_dir(tmp_path))
+    start = closed[3].start_ns
+    folder = store.windows_dir / str(start)
+    (folder / BUNDLE_FILE).unlink()
+    closed[3].summaries.save(folder)
+    assert not (folder / BUNDLE_FILE).exists()
+    # WHEN it is read whole and frame by frame
+    back = store.read_window(start)
+    # THEN every frame is the one closed, and so are its length and origin
+    assert back.end_ns == closed[3].end_ns
+    for name in WINDOW_FRAMES:
+        want = closed[3].cp if name == "cp" else getattr(closed[3].summaries, name)
+        got = back.cp if name == "cp" else getattr(back.summaries, name)
+        assert got.equals(want) and store.read_frame(start, name).equals(want), name
 
 
 def test_a_restart_resumes_without_losing_or_repeating_a_window(
