@@ -307,28 +307,14 @@ class Summaries:
             context: an older sparktrail).
         """
         root = Path(folder)
-        if (root / BUNDLE_FILE).is_file():
-            return cls._load_bundle(root, window_ns, origin_ns)
-        frames = {}
-        for name in SUMMARY_FRAMES:
-            path = root / f"{name}.parquet"
-            if name in OPTIONAL_FRAMES and not path.is_file():
-                frames[name] = _empty(name)  # an older sparktrail's folder
-                continue
-            if not path.is_file():
-                missing = FileNotFoundError(
-                    f"{path}: missing; expected the {name!r} frame of sparktrail "
-                    "summaries"
-                )
-                missing.filename = str(path)
-                raise missing
-            try:
-                frames[name] = pl.read_parquet(path)
-            except (pl.exceptions.PolarsError, OSError) as err:
-                raise InputError(f"{path}: not a Parquet file ({err})") from err
-        check_summary_frames(frames, f"{root}/")
+        bundle = root / BUNDLE_FILE
+        if bundle.is_file():
+            frames, where, window_of = _bundle_frames(bundle)
+        else:
+            frames, where, window_of = _parquet_frames(root)
+        check_summary_frames(frames, where)
         if window_ns is None or origin_ns is None:
-            saved = _saved_window(root / "windows.parquet", frames["windows"])
+            saved = window_of(frames["windows"])
             window_ns = saved[0] if window_ns is None else window_ns
             origin_ns = saved[1] if origin_ns is None else origin_ns
         return cls(
@@ -338,26 +324,49 @@ class Summaries:
             context=_saved_context(root / CONTEXT_FILE),
         )
 
-    @classmethod
-    def _load_bundle(
-        cls, root: Path, window_ns: int | None, origin_ns: int | None
-    ) -> Summaries:
-        path = root / BUNDLE_FILE
-        found, meta = read_bundle(path)
-        missing = [
-            n for n in SUMMARY_FRAMES if n not in found and n not in OPTIONAL_FRAMES
-        ]
-        if missing:
-            raise InputError(f"{path}: holds no {missing[0]!r} frame")
-        frames = {name: found.get(name, _empty(name)) for name in SUMMARY_FRAMES}
-        check_summary_frames(frames, f"{path}/")
-        saved = _bundle_window(path, meta, frames["windows"])
-        return cls(
-            **frames,
-            window_ns=saved[0] if window_ns is None else window_ns,
-            origin_ns=saved[1] if origin_ns is None else origin_ns,
-            context=_saved_context(root / CONTEXT_FILE),
-        )
+
+#: What a folder's layout gives :meth:`Summaries.load`: the frames, where
+#: they are (for messages), and the window length and origin given them.
+_Loaded = tuple[dict[str, pl.DataFrame], str, Callable[[pl.DataFrame], tuple[int, int]]]
+
+
+def _parquet_frames(root: Path) -> _Loaded:
+    """The frames of a folder of ``<name>.parquet`` files."""
+    frames = {}
+    for name in SUMMARY_FRAMES:
+        path = root / f"{name}.parquet"
+        if name in OPTIONAL_FRAMES and not path.is_file():
+            frames[name] = _empty(name)  # an older sparktrail's folder
+            continue
+        if not path.is_file():
+            missing = FileNotFoundError(
+                f"{path}: missing; expected the {name!r} frame of sparktrail summaries"
+            )
+            missing.filename = str(path)
+            raise missing
+        frames[name] = _read_parquet(path)
+    windows = root / "windows.parquet"
+    return frames, f"{root}/", lambda frame: _saved_window(windows, frame)
+
+
+def _bundle_frames(path: Path) -> _Loaded:
+    """The frames of a :data:`BUNDLE_FILE`."""
+    found, meta = read_bundle(path)
+    missing = [n for n in SUMMARY_FRAMES if n not in found and n not in OPTIONAL_FRAMES]
+    if missing:
+        raise InputError(f"{path}: holds no {missing[0]!r} frame")
+    frames = {name: found.get(name, _empty(name)) for name in SUMMARY_FRAMES}
+    return frames, f"{path}/", lambda frame: _bundle_window(path, meta, frame)
+
+
+def _read_parquet(path: Path) -> pl.DataFrame:
+    """``path`` read, or InputError naming it when it is not Parquet."""
+    try:
+        return pl.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise InputError(f"{path}: not a Parquet file ({err})") from err
 
 
 def load_frame(folder: str | os.PathLike[str], name: str) -> pl.DataFrame:
@@ -376,11 +385,7 @@ def load_frame(folder: str | os.PathLike[str], name: str) -> pl.DataFrame:
     """
     bundle = Path(folder) / BUNDLE_FILE
     if not bundle.is_file():
-        path = Path(folder) / f"{name}.parquet"
-        try:
-            return pl.read_parquet(path)
-        except pl.exceptions.PolarsError as err:
-            raise InputError(f"{path}: not a Parquet file ({err})") from err
+        return _read_parquet(Path(folder) / f"{name}.parquet")
     frames, _ = read_bundle(bundle, [name])
     if name not in frames:
         raise FileNotFoundError(f"{bundle}: holds no {name!r} frame")

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from sparktrail.engines.online import (
+    ClosedWindow,
     OnlinePipeline,
     TraceFileWarning,
     listed_windows,
@@ -20,6 +21,7 @@ from sparktrail.engines.online import (
 from sparktrail.engines.store import (
     WINDOW_FILES,
     WINDOW_FRAMES,
+    StoredWindow,
     WindowStore,
     store_dir,
 )
@@ -121,14 +123,26 @@ def test_closed_windows_have_the_cp_of_the_whole_trace(
     assert pipeline.buffered_rows < len(trace) / 4
 
 
+def closed_store(
+    directory: Path, trace: pl.DataFrame
+) -> tuple[list[ClosedWindow], WindowStore]:
+    """``trace`` landed in ``directory`` as one file and closed to its end."""
+    land(directory, trace, 0)
+    closed = OnlinePipeline(directory, WINDOW, LATENESS).poll(final=True)
+    return closed, WindowStore(store_dir(directory))
+
+
+def frame_of(window: StoredWindow, name: str) -> pl.DataFrame:
+    """The frame ``name`` (of ``WINDOW_FRAMES``) of a window held in memory."""
+    return window.cp if name == "cp" else getattr(window.summaries, name)
+
+
 def test_a_closed_window_is_in_the_store_with_its_summaries(
     tmp_path: Path, trace: pl.DataFrame
 ) -> None:
     # GIVEN a whole trace in one file, closed up to its end
-    land(tmp_path, trace, 0)
-    closed = OnlinePipeline(tmp_path, WINDOW, LATENESS).poll(final=True)
+    closed, store = closed_store(tmp_path, trace)
     # WHEN the store is read back
-    store = WindowStore(store_dir(tmp_path))
     assert store.window_starts() == [w.start_ns for w in closed]
     back = store.read_window(closed[3].start_ns, WINDOW)
     # THEN it holds the same frames
@@ -137,7 +151,7 @@ def test_a_closed_window_is_in_the_store_with_its_summaries(
     folder = store.windows_dir / str(closed[3].start_ns)
     assert sorted(p.name for p in folder.iterdir()) == sorted(WINDOW_FILES)
     for name in WINDOW_FRAMES:  # ... and each frame reads alone, the same
-        whole = back.cp if name == "cp" else getattr(back.summaries, name)
+        whole = frame_of(back, name)
         assert store.read_frame(back.start_ns, name).equals(whole), name
     # ... each window's activity shares sum to 1 (every window has paths)
     assert back.summaries.activity["cp_share"].sum() == pytest.approx(1.0)
@@ -148,9 +162,7 @@ def test_a_window_stored_by_an_older_sparktrail_still_reads(
 ) -> None:
     # GIVEN a store whose window was written the old way: a Parquet file per
     # summary frame beside the CP rows, no bundle
-    land(tmp_path, trace, 0)
-    closed = OnlinePipeline(tmp_path, WINDOW, LATENESS).poll(final=True)
-    store = WindowStore(store_dir(tmp_path))
+    closed, store = closed_store(tmp_path, trace)
     start = closed[3].start_ns
     folder = store.windows_dir / str(start)
     (folder / BUNDLE_FILE).unlink()
@@ -161,9 +173,9 @@ def test_a_window_stored_by_an_older_sparktrail_still_reads(
     # THEN every frame is the one closed, and so are its length and origin
     assert back.end_ns == closed[3].end_ns
     for name in WINDOW_FRAMES:
-        want = closed[3].cp if name == "cp" else getattr(closed[3].summaries, name)
-        got = back.cp if name == "cp" else getattr(back.summaries, name)
-        assert got.equals(want) and store.read_frame(start, name).equals(want), name
+        want = frame_of(closed[3], name)
+        got, alone = frame_of(back, name), store.read_frame(start, name)
+        assert got.equals(want) and alone.equals(want), name
 
 
 def test_a_restart_resumes_without_losing_or_repeating_a_window(
