@@ -43,6 +43,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from .windows import range_coverage, range_members
+
 __all__ = [
     "SnapshotWarning",
     "Snapshots",
@@ -242,23 +244,6 @@ def _worker_codes(trace: pl.DataFrame) -> tuple[I64, I64, int]:
     )
 
 
-def _coverage(first: I64, last: I64, k0: int, span: int) -> I64:
-    """How many of the ranges [first, last] cover each window k0 .. k0+span-1."""
-    diff = np.zeros(span + 1, dtype=np.int64)
-    np.add.at(diff, first - k0, 1)
-    np.add.at(diff, last - k0 + 1, -1)
-    return np.cumsum(diff[:-1])
-
-
-def _expand(first: I64, last: I64) -> I64:
-    """Every window index of every range [first, last], concatenated."""
-    counts = last - first + 1
-    starts = np.cumsum(counts) - counts
-    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
-    windows: I64 = np.repeat(first, counts) + within
-    return windows
-
-
 def _listed_windows(
     first: I64, last: I64, anchor: I64, n_pieces: int
 ) -> tuple[I64, I64]:
@@ -274,11 +259,11 @@ def _listed_windows(
     k0 = int(first.min())
     span = int(last.max()) - k0 + 1
     if span <= 4 * n_pieces + 1024:
-        per_window = _coverage(first, last, k0, span)
-        listed = np.flatnonzero(_coverage(first, anchor, k0, span)) + k0
+        per_window = range_coverage(first, last, k0, span)
+        listed = np.flatnonzero(range_coverage(first, anchor, k0, span)) + k0
         return listed, per_window[listed - k0]
-    listed = np.unique(_expand(first, anchor))
-    piece_windows = _expand(first, last)
+    listed = np.unique(range_members(first, anchor))
+    piece_windows = range_members(first, last)
     kept, per_window = np.unique(
         piece_windows[np.isin(piece_windows, listed)], return_counts=True
     )

@@ -58,6 +58,8 @@ __all__ = [
     "last_event",
     "listed_windows",
     "pieces",
+    "range_coverage",
+    "range_members",
     "to_trace_rows",
     "touches",
     "touching",
@@ -266,14 +268,42 @@ def _covered(a: pl.Series, b: pl.Series) -> np.ndarray[Any, Any]:
     >>> _covered(pl.Series([3, 7, 4]), pl.Series([5, 7, 4])).tolist()
     [3, 4, 5, 7]
     """
-    lo = int(a.min())  # type: ignore[arg-type]
-    span = int(b.max()) - lo + 1  # type: ignore[arg-type]
-    if span > 4 * len(a) + 1024:  # sparse: a few rows far apart
-        listed = pl.int_ranges(a, b + 1, eager=True).explode().unique().sort()
-        return listed.to_numpy()
-    starts = np.bincount(a.to_numpy() - lo, minlength=span + 1)
-    ends = np.bincount(b.to_numpy() - lo + 1, minlength=span + 1)
-    return np.flatnonzero(np.cumsum(starts - ends)[:span]) + lo
+    first, last = a.to_numpy(), b.to_numpy()
+    lo = int(first.min())
+    span = int(last.max()) - lo + 1
+    if span > 4 * len(first) + 1024:  # sparse: a few rows far apart
+        return np.unique(range_members(first, last))
+    return np.flatnonzero(range_coverage(first, last, lo, span)) + lo
+
+
+def range_coverage(
+    first: np.ndarray[Any, Any], last: np.ndarray[Any, Any], k0: int, span: int
+) -> np.ndarray[Any, Any]:
+    """How many of the ranges ``[first, last]`` cover each of ``k0 ..
+    k0 + span - 1`` (every range non-empty, within that span).
+
+    >>> range_coverage(np.array([3, 4]), np.array([5, 4]), 3, 4).tolist()
+    [1, 2, 1, 0]
+    """
+    starts = np.bincount(first - k0, minlength=span + 1)
+    ends = np.bincount(last - k0 + 1, minlength=span + 1)
+    covering: np.ndarray[Any, Any] = np.cumsum(starts - ends)[:span]
+    return covering
+
+
+def range_members(
+    first: np.ndarray[Any, Any], last: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """Every integer of every range ``[first, last]``, concatenated.
+
+    >>> range_members(np.array([3, 7]), np.array([5, 7])).tolist()
+    [3, 4, 5, 7]
+    """
+    counts = last - first + 1
+    starts = np.cumsum(counts) - counts
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
+    members: np.ndarray[Any, Any] = np.repeat(first, counts) + within
+    return members
 
 
 def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
