@@ -124,6 +124,7 @@ from sparktrail.summaries.result import HintOptions
 
 from .batch import MICRO_BATCHES, trigger_times
 from .store import StoredWindow, WindowStore, store_dir
+from .threads import ONE_CORE_ROWS, one_core
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -630,10 +631,12 @@ class OnlinePipeline(PipelineCounters):
         for ts, te in windows:
             if self.store.has_window(ts):  # written before a crash
                 continue
-            window = self._close(rows if near is None else near.around(ts), ts, te)
-            if window is not None:
-                self.store.write_window(window)
-                closed.append(window)
+            around = rows if near is None else near.around(ts)
+            with one_core(len(around) < ONE_CORE_ROWS):
+                window = self._close(around, ts, te)
+                if window is not None:
+                    self.store.write_window(window)
+                    closed.append(window)
         self._closed_until = self._late_until = until
         self._closing_until = None
         if self._rows is not None:

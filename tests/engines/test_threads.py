@@ -1,0 +1,92 @@
+"""Small windows close with polars' pool on the calling thread's core."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sparktrail.engines import online
+from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.threads import one_core, pool_threads
+from sparktrail.pag import write_trace
+from sparktrail.synthetic import barrier_trace
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="pins threads on Linux with two cores or more",
+)
+
+
+def masks() -> dict[int, set[int]]:
+    """The calling thread's and polars' pool threads' CPU masks."""
+    threads = [threading.get_native_id(), *pool_threads()]
+    return {tid: os.sched_getaffinity(tid) for tid in threads}
+
+
+@pytest.fixture(autouse=True)
+def started_pool() -> None:
+    # Polars starts its pool on the first query that uses it.
+    pl.DataFrame({"a": range(1000)}).group_by(pl.col("a") % 3).len()
+    assert pool_threads()
+
+
+def test_one_core_pins_the_caller_and_the_pool_and_restores_them() -> None:
+    # GIVEN the threads' masks before
+    before = masks()
+    # WHEN a query runs inside one_core
+    with one_core():
+        inside = masks()
+        height = pl.DataFrame({"a": [1, 1, 2]}).group_by("a").len().height
+    # THEN every one of them ran on the same single core, the lowest allowed
+    core = {min(os.sched_getaffinity(0) | set().union(*inside.values()))}
+    assert height == 2
+    assert set(inside) == set(before)
+    assert all(mask == core for mask in inside.values()), inside
+    # ... and has its own mask back afterwards
+    assert masks() == before
+
+
+def test_masks_come_back_when_the_body_raises() -> None:
+    before = masks()
+    with pytest.raises(RuntimeError, match="boom"), one_core():
+        raise RuntimeError("boom")
+    assert masks() == before
+
+
+def test_disabled_it_pins_nothing() -> None:
+    before = masks()
+    with one_core(enabled=False):
+        assert masks() == before
+
+
+def test_the_pipeline_pins_small_windows_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a trace of a few windows, and the caller's mask at each close
+    trace = barrier_trace(400, workers=4, seed=3)
+    for run in ("small", "large"):
+        write_trace(trace, tmp_path / run / "part-0.arrow")
+    seen: list[int] = []
+    close = OnlinePipeline._close
+
+    def noting(self: OnlinePipeline, rows: pl.DataFrame, ts: int, te: int):  # type: ignore[no-untyped-def]
+        seen.append(len(os.sched_getaffinity(0)))
+        return close(self, rows, ts, te)
+
+    monkeypatch.setattr(OnlinePipeline, "_close", noting)
+    window = 500_000
+    # WHEN the windows close under the row limit
+    closed = OnlinePipeline(tmp_path / "small", window, window).poll(final=True)
+    # THEN every close ran on one core
+    assert len(closed) > 1 and set(seen) == {1}
+    # WHEN the limit is below every window's rows
+    seen.clear()
+    monkeypatch.setattr(online, "ONE_CORE_ROWS", 1)
+    again = OnlinePipeline(tmp_path / "large", window, window).poll(final=True)
+    # THEN no close was pinned
+    assert len(again) == len(closed)
+    assert min(seen) == len(os.sched_getaffinity(0)) >= 2
