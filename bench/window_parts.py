@@ -29,7 +29,7 @@ import polars as pl
 from bench.window_step import S, _trace
 from sparktrail.engines import online
 from sparktrail.engines.online import ROW, OnlinePipeline
-from sparktrail.engines.store import CP_FILE
+from sparktrail.engines.store import StoredWindow, WindowStore
 from sparktrail.pag.trace import Trace, load_trace
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import to_trace_rows
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         finish.rebalancing_hints = rules
         context = contexts[0]
         stored_cp = to_trace_rows(cp, near)
-        out = Path(tmp) / "store"
-        folders = (out / str(k) for k in itertools.count())
+        store = WindowStore(Path(tmp) / "store")
+        starts = itertools.count()
         parts: dict[str, Callable[[], object]] = {
             "close the window (all below but the store)": lambda: pipeline._close(
                 rows, ts, te
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             "what-if model from the task facts": lambda: Replay.of(
                 trace, context.tasks
             ),
-            "store write (summaries and CP rows)": lambda: summaries.save(
-                next(folders), fast=True, beside={CP_FILE: stored_cp}
+            "store write (summaries and CP rows)": lambda: store.write_window(
+                StoredWindow(next(starts), te, stored_cp, summaries)
             ),
         }
         print(f"one window of {len(near):,} rows, {len(cp):,} CP rows\n")

@@ -6,14 +6,15 @@ Layout under a trace directory (hidden, so trace readers skip it)::
         checkpoint.json            what the online pipeline has consumed
         .lock                      held by the one process that writes
         windows/<ts>/                  one directory per closed window
-            cp.parquet                 its CP rows
+            cp.arrow                   its CP rows (Arrow IPC, LZ4)
             summaries.arrows           every summary frame, in one file
 
 A window's directory holds its CP rows (``cp``) and every frame of its
 :class:`~sparktrail.summaries.Summaries` (:data:`WINDOW_FRAMES`; the
 files are :data:`WINDOW_FILES`, read with :meth:`WindowStore.read_window`
 and :meth:`WindowStore.read_frame`). A store written before the frames
-were bundled (a Parquet file per frame) still reads.
+were bundled (a Parquet file per frame), or with its CP rows as
+``cp.parquet``, still reads.
 
 Crash consistency
 -----------------
@@ -58,6 +59,8 @@ from sparktrail.summaries.result import (
 )
 
 __all__ = [
+    "CP_FILE",
+    "PARQUET_CP_FILE",
     "STORE_DIR",
     "SUMMARY_FRAMES",
     "WINDOW_FILES",
@@ -73,12 +76,25 @@ STORE_DIR = Path(".sparktrail") / "store"
 #: (:data:`~sparktrail.summaries.frames.SUMMARY_FRAMES`, written and read
 #: by :meth:`Summaries.save` and :meth:`Summaries.load`).
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
-CP_FILE = "cp.parquet"
+#: A window's CP rows: an Arrow IPC file, LZ4-compressed. On a window of
+#: 30,000 rows it took 4.0 ms to write against 6.5 ms as LZ4 Parquet, and
+#: is 15% larger (0.74 against 0.64 MB).
+CP_FILE = "cp.arrow"
+#: Where stores written before held a window's CP rows.
+PARQUET_CP_FILE = "cp.parquet"
 #: The files of one window's directory.
 WINDOW_FILES = (CP_FILE, BUNDLE_FILE)
 CHECKPOINT = "checkpoint.json"
 LOCK = ".lock"
 TEMPORARY = ".tmp"  # suffix of the hidden names things are written under
+
+
+def _read_cp(folder: Path) -> pl.DataFrame:
+    """A stored window's CP rows, from either file they were written to."""
+    path = folder / CP_FILE
+    if path.is_file():
+        return pl.read_ipc(path)
+    return pl.read_parquet(folder / PARQUET_CP_FILE)
 
 
 def store_dir(trace_dir: str | os.PathLike[str]) -> Path:
@@ -198,10 +214,8 @@ class WindowStore:
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
         try:
-            # LZ4 without statistics: a third faster than the default zstd on a
-            # window of 30,000 rows (nothing reads the statistics); the CP rows
-            # and the summaries in one batch of writes.
-            window.summaries.save(temporary, fast=True, beside={CP_FILE: window.cp})
+            window.summaries.save(temporary, fast=True)
+            window.cp.write_ipc(temporary / CP_FILE, compression="lz4")
             _rename(temporary, target)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -255,7 +269,7 @@ class WindowStore:
         return StoredWindow(
             start_ns=start_ns,
             end_ns=start_ns + summaries.window_ns,
-            cp=pl.read_parquet(folder / CP_FILE),
+            cp=_read_cp(folder),
             summaries=summaries,
         )
 
@@ -270,7 +284,7 @@ class WindowStore:
         """
         folder = self.windows_dir / str(start_ns)
         if name == "cp":
-            return pl.read_parquet(folder / CP_FILE)
+            return _read_cp(folder)
         return load_frame(folder, name)
 
     def window_end(self, start_ns: int) -> int:

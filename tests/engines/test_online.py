@@ -19,6 +19,8 @@ from sparktrail.engines.online import (
     listed_windows,
 )
 from sparktrail.engines.store import (
+    CP_FILE,
+    PARQUET_CP_FILE,
     WINDOW_FILES,
     WINDOW_FRAMES,
     StoredWindow,
@@ -161,13 +163,14 @@ def test_a_window_stored_by_an_older_sparktrail_still_reads(
     tmp_path: Path, trace: pl.DataFrame
 ) -> None:
     # GIVEN a store whose window was written the old way: a Parquet file per
-    # summary frame beside the CP rows, no bundle
+    # summary frame and for the CP rows, no bundle
     closed, store = closed_store(tmp_path, trace)
     start = closed[3].start_ns
     folder = store.windows_dir / str(start)
     (folder / BUNDLE_FILE).unlink()
-    closed[3].summaries.save(folder)
-    assert not (folder / BUNDLE_FILE).exists()
+    (folder / CP_FILE).unlink()
+    closed[3].summaries.save(folder, beside={PARQUET_CP_FILE: closed[3].cp})
+    assert sorted(p.name for p in folder.glob("cp.*")) == [PARQUET_CP_FILE]
     # WHEN it is read whole and frame by frame
     back = store.read_window(start)
     # THEN every frame is the one closed, and so are its length and origin
