@@ -91,7 +91,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,11 +105,11 @@ from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import (
-    TRACE_SUFFIX,
     Trace,
     TraceError,
     read_context,
     read_trace,
+    trace_files,
 )
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
@@ -143,25 +142,6 @@ MAX_POLL_ROWS = 1_000_000
 
 #: A closed window as the pipeline returns it (the same as the store holds).
 ClosedWindow = StoredWindow
-
-
-def _trace_paths(root: Path) -> list[Path]:
-    """Trace files under ``root`` in path order, skipping dot-entries.
-
-    Dot-directories are pruned, not filtered after the walk: the store
-    (``.sparktrail``) holds a directory per window, and walking 10,000 of
-    them on every poll kept the update loop busy.
-    """
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        base = Path(folder)
-        found.extend(
-            base / f
-            for f in files
-            if f.endswith(TRACE_SUFFIX) and not f.startswith(".")
-        )
-    return sorted(found)
 
 
 def _windows_text(window_ns: object) -> str:
@@ -361,6 +341,9 @@ class OnlinePipeline(PipelineCounters):
         # that reads many files concatenates them once, not the growing
         # buffer once per file (quadratic in the files of the poll).
         self._unmerged: list[pl.DataFrame] = []
+        # Whether the last window closed was small: the next poll reads its
+        # files on one core too (see engines/threads.py).
+        self._small_windows = False
         self._resume()
 
     # -- state -------------------------------------------------------------
@@ -474,7 +457,7 @@ class OnlinePipeline(PipelineCounters):
         if not self.trace_dir.is_dir():
             return []
         found = []
-        for path in _trace_paths(self.trace_dir):
+        for path in trace_files(self.trace_dir):
             name = path.relative_to(self.trace_dir).as_posix()
             try:
                 size = path.stat().st_size
@@ -564,10 +547,11 @@ class OnlinePipeline(PipelineCounters):
             closed += self._close_range(self._closing_until, resumed=True)
         new = self._new_files()
         read_from = self._next_row
-        for name, path, size in new:
-            if not final and self._next_row - read_from >= self.max_poll_rows:
-                break  # the rest next poll (see "Falling behind")
-            self._consume(name, path, size)
+        with one_core(self._small_windows):
+            for name, path, size in new:
+                if not final and self._next_row - read_from >= self.max_poll_rows:
+                    break  # the rest next poll (see "Falling behind")
+                self._consume(name, path, size)
         if self._last is not None:
             until = self._close_until(final)
             if until is not None and until > self._open_from():
@@ -632,7 +616,8 @@ class OnlinePipeline(PipelineCounters):
             if self.store.has_window(ts):  # written before a crash
                 continue
             around = rows if near is None else near.around(ts)
-            with one_core(len(around) < ONE_CORE_ROWS):
+            self._small_windows = len(around) < ONE_CORE_ROWS
+            with one_core(self._small_windows):
                 window = self._close(around, ts, te)
                 if window is not None:
                     self.store.write_window(window)

@@ -418,8 +418,10 @@ def _arrow(frame: pl.DataFrame) -> pa.Table:
 def trace_files(path: str | os.PathLike[str]) -> list[Path]:
     """List the complete trace files at ``path`` (a file or a directory).
 
-    Hidden files (temporary names of files being written) are skipped; a
-    directory's files come in name order, which producers keep in time order.
+    Hidden files (temporary names of files being written) and everything in
+    hidden directories (such as the live store, ``.sparktrail``) are
+    skipped; a directory's files come in path order, which producers keep
+    in time order.
 
     >>> trace_files("/nonexistent")
     Traceback (most recent call last):
@@ -431,11 +433,18 @@ def trace_files(path: str | os.PathLike[str]) -> list[Path]:
         return [root]
     if not root.exists():
         raise FileNotFoundError(f"trace path does not exist: {root}")
-    return sorted(
-        p
-        for p in root.rglob(f"*{TRACE_SUFFIX}")
-        if p.is_file() and not p.name.startswith(".")
-    )
+    found: list[Path] = []
+    # Hidden directories are pruned, not filtered after the walk: the live
+    # store holds a directory per window, and walking 10,000 of them on
+    # every poll kept the online pipeline's update loop busy.
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(
+            Path(folder, f)
+            for f in files
+            if f.endswith(TRACE_SUFFIX) and not f.startswith(".")
+        )
+    return sorted(found)
 
 
 def _read_file(path: Path) -> pl.DataFrame:

@@ -251,7 +251,7 @@ def test_temporaries_of_a_killed_writer_are_removed_on_restart(
     windows = store.window_starts()
     half = store.windows_dir / ".1700000099000000000.99999.tmp"
     half.mkdir()
-    (half / "cp.arrow").write_bytes(b"ARROW1")
+    (half / "cp.feather").write_bytes(b"ARROW1")
     (store.root / ".checkpoint.json.99999.tmp").write_text("{")
     # WHEN a pipeline starts on it
     OnlinePipeline(tmp_path, small.window_ns, small.lateness_ns)

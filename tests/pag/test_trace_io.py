@@ -14,7 +14,7 @@ from sparktrail.pag import (
     read_trace,
     write_trace,
 )
-from sparktrail.pag.trace import TRACE_COLUMNS
+from sparktrail.pag.trace import TRACE_COLUMNS, trace_files
 
 
 def sample(n: int = 3, offset: int = 0) -> pl.DataFrame:
@@ -97,6 +97,19 @@ def test_hidden_file_being_written_is_ignored(tmp_path):
     back = read_trace(tmp_path)
     # THEN only the complete file is read
     assert back.height == 3
+
+
+def test_files_in_hidden_directories_are_not_trace(tmp_path):
+    # GIVEN a trace in a subdirectory, and trace-named files in hidden ones
+    # (the live store under .sparktrail, a checkpoint folder)
+    write_trace(sample(), tmp_path / "app" / "t.arrow")
+    write_trace(sample(), tmp_path / ".sparktrail" / "store" / "w" / "cp.arrow")
+    write_trace(sample(), tmp_path / "app" / ".checkpoints" / "t.arrow")
+    # WHEN the directory's trace files are listed and read
+    files = trace_files(tmp_path)
+    # THEN only the visible one is
+    assert files == [tmp_path / "app" / "t.arrow"]
+    assert read_trace(tmp_path).height == 3
 
 
 def test_dictionary_encoded_strings_are_accepted(tmp_path):
