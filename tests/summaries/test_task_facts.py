@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import _table
@@ -54,3 +56,29 @@ def test_facts_of_a_spark_like_trace_are_unchanged(monkeypatch):
     got = task_facts(trace)
     assert got.equals(_every_fact(trace))
     assert got["job_id"].null_count() < got.height
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.sampled_from(["driver", "exec-driver/0", "exec-7/1", "exec-a/b/12"]),
+            st.builds(
+                "exec-{}/{}".format,
+                st.text(max_size=4),
+                st.text(alphabet="0123456789/x\n", max_size=3),
+            ),
+            st.text(max_size=6),
+        ),
+        max_size=12,
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_executor_parsed_per_name_equals_the_regex_per_row(workers):
+    # GIVEN worker names of any shape, nulls among them
+    frame = pl.DataFrame({"w": workers}, schema={"w": pl.String})
+    # WHEN each distinct name is parsed once in Python
+    per_name = frame.select(_table.executor_of_column(frame, "w")).to_series()
+    # THEN it is what polars' regular expression gives on every row
+    per_row = frame.select(_table.executor_of(pl.col("w"))).to_series()
+    assert per_name.to_list() == per_row.to_list()
