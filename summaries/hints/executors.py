@@ -247,10 +247,10 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     workers = slots["src_worker"].n_unique()
     if workers == 0:
         return []
-    start, end = trace.select(pl.col("start_ns").min(), pl.col("end_ns").max()).row(0)
-    span = int(end) - int(start)
+    start, end = ctx.span_ns
+    span = end - start
     busy = int(slots.filter(pl.col("activity") != "waiting")["positive_ns"].sum())
-    slot_time = ctx.app.slot_ns(int(start), int(end)) or workers * span
+    slot_time = ctx.app.slot_ns(start, end) or workers * span
     if slot_time <= 0:
         return []
     idle = max(0.0, 1.0 - busy / slot_time)

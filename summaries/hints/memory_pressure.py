@@ -50,7 +50,6 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from ..operator import stage_name
 from ._common import Context, Hint, severity
 
 __all__ = ["gc_bound", "spill"]
@@ -188,19 +187,7 @@ def memory_of(ctx: Context) -> Memory:
 
 
 def _where(ctx: Context, stage_id: int) -> str:
-    # One column of one row: an eager filter copied every fact of the
-    # stage's tasks (millions in a long run).
-    rows = collect(
-        ctx.tasks.lazy()
-        .filter(pl.col("stage_id") == stage_id)
-        .select("operator")
-        .head(1),
-        len(ctx.tasks),
-    )
-    if rows.is_empty() or rows["operator"][0] is None:
-        return f"stage {stage_id}"
-    name, site = stage_name(pl.lit(rows["operator"][0]))
-    label = pl.select(pl.coalesce(site, name)).item()
+    label = ctx.stage_labels.get(stage_id)
     return f"stage {stage_id} ({label})" if label else f"stage {stage_id}"
 
 
@@ -219,7 +206,7 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
     total = float(gc_cp["cp"].sum())
     if total <= 0:
         return []
-    gc_ns = ctx.activity.filter(pl.col("activity") == "gc")["cp_ns"].sum()
+    gc_ns = ctx.activity_cp_ns("gc")
     facts = (
         ctx.tasks.lazy()
         .filter(pl.col("stage_id").is_in(gc_cp["stage_id"].implode()))
@@ -262,7 +249,7 @@ def gc_bound(ctx: Context) -> list[Hint]:
     if not stages:
         return []
     memory = memory_of(ctx)
-    gc_cp_ns = float(ctx.activity.filter(pl.col("activity") == "gc")["cp_ns"].sum())
+    gc_cp_ns = ctx.activity_cp_ns("gc")
     for s in stages:
         del s["part"]
     evidence = {
