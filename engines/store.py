@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from sparktrail.errors import InputError
 from sparktrail.summaries.frames import SUMMARY_FRAMES
@@ -78,8 +80,8 @@ STORE_DIR = Path(".sparktrail") / "store"
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
 #: A window's CP rows: an Arrow IPC file, LZ4-compressed (not named
 #: ``.arrow``, the trace files' suffix, which tools may glob for). On a window of
-#: 30,000 rows it took 4.0 ms to write against 6.5 ms as LZ4 Parquet, and
-#: is 15% larger (0.74 against 0.64 MB).
+#: 30,000 rows it takes 2.7 ms to write (:func:`_write_cp`) against 6.5 ms
+#: as LZ4 Parquet, and is 15% larger (0.74 against 0.64 MB).
 CP_FILE = "cp.feather"
 #: Where stores written before held a window's CP rows.
 PARQUET_CP_FILE = "cp.parquet"
@@ -88,6 +90,21 @@ WINDOW_FILES = (CP_FILE, BUNDLE_FILE)
 CHECKPOINT = "checkpoint.json"
 LOCK = ".lock"
 TEMPORARY = ".tmp"  # suffix of the hidden names things are written under
+
+
+def _write_cp(path: Path, cp: pl.DataFrame) -> None:
+    """Write a window's CP rows to ``path`` as an LZ4 Arrow IPC file.
+
+    With pyarrow's writer and polars' own string views: 2.7 ms on a window
+    of 30,000 rows, against 4.2 ms with polars' ``write_ipc``.
+    """
+    table = cp.to_arrow(compat_level=pl.CompatLevel.newest())
+    options = ipc.IpcWriteOptions(compression="lz4")
+    with (
+        pa.OSFile(str(path), "wb") as sink,
+        ipc.new_file(sink, table.schema, options=options) as writer,
+    ):
+        writer.write_table(table)
 
 
 def _read_cp(folder: Path) -> pl.DataFrame:
@@ -216,7 +233,7 @@ class WindowStore:
         temporary.mkdir()
         try:
             window.summaries.save(temporary, fast=True)
-            window.cp.write_ipc(temporary / CP_FILE, compression="lz4")
+            _write_cp(temporary / CP_FILE, window.cp)
             _rename(temporary, target)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
