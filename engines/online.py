@@ -341,8 +341,7 @@ class OnlinePipeline(PipelineCounters):
         # that reads many files concatenates them once, not the growing
         # buffer once per file (quadratic in the files of the poll).
         self._unmerged: list[pl.DataFrame] = []
-        # Whether the last window closed was small: the next poll reads its
-        # files on one core too (see engines/threads.py).
+        # Whether the last window closed had under ONE_CORE_ROWS rows.
         self._small_windows = False
         self._resume()
 
@@ -542,16 +541,21 @@ class OnlinePipeline(PipelineCounters):
             The windows closed by this call, in time order (already written
             to the store, and the checkpoint after them).
         """
+        # On one core when the last window closed was small (see
+        # engines/threads.py): the next is most likely small too.
+        with one_core(self._small_windows):
+            return self._poll(final)
+
+    def _poll(self, final: bool) -> list[ClosedWindow]:
         closed = []
         if self._closing_until is not None:  # a close a crash cut short
             closed += self._close_range(self._closing_until, resumed=True)
         new = self._new_files()
         read_from = self._next_row
-        with one_core(self._small_windows):
-            for name, path, size in new:
-                if not final and self._next_row - read_from >= self.max_poll_rows:
-                    break  # the rest next poll (see "Falling behind")
-                self._consume(name, path, size)
+        for name, path, size in new:
+            if not final and self._next_row - read_from >= self.max_poll_rows:
+                break  # the rest next poll (see "Falling behind")
+            self._consume(name, path, size)
         if self._last is not None:
             until = self._close_until(final)
             if until is not None and until > self._open_from():
@@ -615,13 +619,10 @@ class OnlinePipeline(PipelineCounters):
         for ts, te in windows:
             if self.store.has_window(ts):  # written before a crash
                 continue
-            around = rows if near is None else near.around(ts)
-            self._small_windows = len(around) < ONE_CORE_ROWS
-            with one_core(self._small_windows):
-                window = self._close(around, ts, te)
-                if window is not None:
-                    self.store.write_window(window)
-                    closed.append(window)
+            window = self._close(rows if near is None else near.around(ts), ts, te)
+            if window is not None:
+                self.store.write_window(window)
+                closed.append(window)
         self._closed_until = self._late_until = until
         self._closing_until = None
         if self._rows is not None:
@@ -651,6 +652,7 @@ class OnlinePipeline(PipelineCounters):
                 f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=4
             )
             return None
+        self._small_windows = len(near) < ONE_CORE_ROWS
         if cp.is_empty():
             return None
         trace = Trace(near, self._context)

@@ -7,8 +7,9 @@ project's 2-vCPU test machine (a Firecracker VM) a filter of 16 rows took
 0.108 ms against 0.051 ms with the pool on the caller's core
 (``bench/polars_handoff.py``), and one window's whole step 72 against 83 ms.
 Large windows gain from the second core instead (300,000 rows: about 360
-against 410 ms), so :func:`one_core` pins only while it is asked to, and
-the online pipeline asks for windows under :data:`ONE_CORE_ROWS` rows.
+against 410 ms), so :func:`one_core` pins only while it is asked to: the
+online pipeline runs a poll on one core when the last window it closed
+had fewer than :data:`ONE_CORE_ROWS` rows (its trace rows touching it).
 
 Assumptions
 -----------

@@ -63,13 +63,16 @@ def test_disabled_it_pins_nothing() -> None:
         assert masks() == before
 
 
-def test_the_pipeline_pins_small_windows_only(
+def test_a_poll_after_a_small_window_runs_on_one_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # GIVEN a trace of a few windows, and the caller's mask at each close
+    # GIVEN a trace landing in two halves, and the caller's mask at each close
     trace = barrier_trace(400, workers=4, seed=3)
-    for run in ("small", "large"):
-        write_trace(trace, tmp_path / run / "part-0.arrow")
+    middle = int(trace["end_ns"].median())  # type: ignore[arg-type]
+    halves = (
+        trace.filter(pl.col("end_ns") <= middle),
+        trace.filter(pl.col("end_ns") > middle),
+    )
     seen: list[int] = []
     close = OnlinePipeline._close
 
@@ -78,15 +81,26 @@ def test_the_pipeline_pins_small_windows_only(
         return close(self, rows, ts, te)
 
     monkeypatch.setattr(OnlinePipeline, "_close", noting)
-    window = 500_000
-    # WHEN the windows close under the row limit
-    closed = OnlinePipeline(tmp_path / "small", window, window).poll(final=True)
-    # THEN every close ran on one core
-    assert len(closed) > 1 and set(seen) == {1}
+    window, cores = 200_000, len(os.sched_getaffinity(0))
+
+    def closes(run: str) -> tuple[list[int], list[int]]:
+        """The closes' core counts of the first poll and of the second."""
+        pipeline = OnlinePipeline(tmp_path / run, window, window)
+        write_trace(halves[0], tmp_path / run / "part-0.arrow")
+        first = len(pipeline.poll())
+        write_trace(halves[1], tmp_path / run / "part-1.arrow")
+        pipeline.poll(final=True)
+        assert 0 < first < len(seen)
+        return seen[:first], seen[first:]
+
+    # WHEN windows under the row limit close
+    before, after = closes("small")
+    # THEN the first poll's closes ran on every core (no window closed
+    # before them), the next poll's on one
+    assert set(before) == {cores} and set(after) == {1}
     # WHEN the limit is below every window's rows
     seen.clear()
     monkeypatch.setattr(online, "ONE_CORE_ROWS", 1)
-    again = OnlinePipeline(tmp_path / "large", window, window).poll(final=True)
+    before, after = closes("large")
     # THEN no close was pinned
-    assert len(again) == len(closed)
-    assert min(seen) == len(os.sched_getaffinity(0)) >= 2
+    assert set(before) == set(after) == {cores}
