@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -210,6 +211,18 @@ class Replay:
             If the change names a stage, partition, task, job or driver gap
             the trace does not hold.
         """
+        if change is None:
+            traced = self._unchanged
+            return replace(traced, stage_ns=dict(traced.stage_ns))
+        return self._run(change)
+
+    @cached_property
+    def _unchanged(self) -> Outcome:
+        """The run without a change, replayed once: every prediction
+        compares with it (0.7 ms a replay on a window of 30,000 rows)."""
+        return self._run(None)
+
+    def _run(self, change: Change | None) -> Outcome:
         t = self.tasks
         dur = t["duration_ns"].to_numpy().copy()
         lag_r = t["lag_release"].to_numpy()
