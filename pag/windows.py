@@ -247,8 +247,14 @@ def listed_windows(
     # One query: only the times and workers the ranges read are filtered
     # (an eager filter copied every column of the buffer, 20 ms for the
     # 240,000 rows of 8 windows).
+    query = rows.lazy()
+    if hi is not None:
+        # A row whose first event is at hi or later lists no window before
+        # hi, and a live buffer holds the lateness beyond it: 2.5 -> 1.5 ms
+        # on a buffer of 60,000 rows closing one window (one core).
+        query = query.filter(first_event < hi)
     ranges = collect(
-        _ranged(rows.lazy(), w, origin_ns)
+        _ranged(query, w, origin_ns)
         .select(a.alias("a"), b.alias("b"))
         .filter(pl.col("a") <= pl.col("b")),
         len(rows),
