@@ -207,16 +207,8 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
     if total <= 0:
         return []
     gc_ns = ctx.activity_cp_ns("gc")
-    facts = (
-        ctx.tasks.lazy()
-        .filter(pl.col("stage_id").is_in(gc_cp["stage_id"].implode()))
-        .group_by("stage_id")
-        .agg(
-            pl.len().alias("tasks"),
-            pl.col("gc_ns").sum(),
-            pl.col("run_ns").sum(),
-            (pl.col("gc_ns") > 0).sum().alias("gc_tasks"),
-        )
+    facts = ctx.stage_facts.lazy().select(
+        "stage_id", "tasks", "gc_ns", "run_ns", "gc_tasks"
     )
     rows = gc_cp.lazy().join(facts, on="stage_id", how="inner", maintain_order="left")
     return [

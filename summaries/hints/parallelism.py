@@ -33,7 +33,6 @@ from typing import Any
 
 import polars as pl
 
-from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import StagePartitions
 
 from ._common import Context, Hint, fmt_s, severity
@@ -41,32 +40,21 @@ from ._common import Context, Hint, fmt_s, severity
 __all__ = ["parallelism"]
 
 
-def _stage(tasks: pl.DataFrame, stage_id: int) -> tuple[dict[str, float], int | None]:
+def _stage(ctx: Context, stage_id: int) -> tuple[dict[str, float], int | None]:
     """The stage's task numbers, and its first task's launch (None: no task)."""
-    # One aggregation: filtering the facts first would copy every column
-    # of the stage's tasks (millions of rows).
-    row = collect(
-        tasks.lazy()
-        .filter(pl.col("stage_id") == stage_id)
-        .select(
-            pl.len().alias("tasks"),
-            pl.col("records").sum(),
-            pl.col("useful_ns").sum(),
-            (pl.col("end_ns").max() - pl.col("launch_ns").min()).alias("span"),
-            pl.col("worker").n_unique().alias("slots_now"),
-            pl.col("launch_ns").min().alias("start"),
-        ),
-        len(tasks),
-    ).row(0, named=True)
     # A stage whose rows carry no task ids (a hand-made trace) has no tasks.
+    row = ctx.stage_row(stage_id)
+    if row is None:
+        zero = {"tasks": 0, "records": 0.0, "useful_ns": 0.0}
+        return zero | {"stage_time_ns": 0.0, "slots_now": 0}, None
     numbers = {
         "tasks": row["tasks"],
         "records": float(row["records"]),
         "useful_ns": float(row["useful_ns"]),
-        "stage_time_ns": float(row["span"] or 0),
-        "slots_now": row["slots_now"],
+        "stage_time_ns": float(row["end_ns"] - row["launch_ns"]),
+        "slots_now": row["workers"],
     }
-    return numbers, row["start"]
+    return numbers, row["launch_ns"]
 
 
 def _action(
@@ -115,10 +103,9 @@ def parallelism(ctx: Context) -> list[Hint]:
     )
     if stages.is_empty():
         return []
-    tasks = ctx.tasks
     hints = []
     for op in stages.iter_rows(named=True):
-        numbers, first = _stage(tasks, op["stage_id"])
+        numbers, first = _stage(ctx, op["stage_id"])
         s: dict[str, Any] = dict(numbers)
         if s["tasks"] == 0 or s["useful_ns"] <= 0 or s["stage_time_ns"] <= 0:
             continue

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import StagePartitions
 
 from ._common import Context, Hint, fmt_s, severity
@@ -97,22 +96,15 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
             opts.over_partitioned_fixed_share_small_data,
         ):
             continue
-        # The four columns read, not every fact of the stage's tasks (a
-        # copy of millions of rows).
-        tasks = collect(
-            ctx.tasks.lazy()
-            .filter(pl.col("stage_id") == row["stage_id"])
-            .select("launch_ns", "end_ns", "duration_ns", "bytes"),
-            len(ctx.tasks),
-        )
-        n = len(tasks)
-        start = int(tasks["launch_ns"].min())  # type: ignore[arg-type]
-        end = int(tasks["end_ns"].max())  # type: ignore[arg-type]
-        slots = ctx.slots_during(start, end)
+        stage = ctx.stage_row(row["stage_id"])
+        if stage is None:  # CP rows without a task (a hand-made trace)
+            continue
+        n = stage["tasks"]
+        slots = ctx.slots_during(stage["launch_ns"], stage["end_ns"])
         if n < max(opts.over_partitioned_min_tasks, 2 * slots):
             continue
-        median = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
-        median_bytes = tasks["bytes"].median()
+        median = float(stage["median_ns"] or 0.0)
+        median_bytes = stage["median_bytes"]
         tiny_time = 0 < median / 1e6 < opts.over_partitioned_task_ms
         tiny_data = (
             median_bytes is not None
@@ -121,10 +113,10 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
         )
         if not (tiny_time or tiny_data):
             continue
-        total = float(tasks["duration_ns"].sum())
+        total = float(stage["duration_ns"])
         work = max(0.0, total * (1 - fixed_share))
         by_time = math.ceil(work / 1e6 / opts.target_task_ms)
-        by_size = math.ceil(float(tasks["bytes"].sum() or 0) / ADVISORY_BYTES)
+        by_size = math.ceil(float(stage["bytes"] or 0) / ADVISORY_BYTES)
         partitions = max(slots, by_size if tiny_data else by_time)
         if partitions >= n:
             continue
@@ -147,7 +139,7 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
                 slots,
                 partitions,
                 predicted,
-                float(end - start),
+                float(stage["end_ns"] - stage["launch_ns"]),
             )
         )
     return sorted(found, key=lambda s: (-s.critical_ns, s.stage_id))

@@ -66,20 +66,20 @@ def _ratio_of(value: str, median: str) -> pl.Expr:
 
 
 def _critical_with_stage_stats(
-    tasks: pl.DataFrame, min_tasks: int, critical: pl.Expr, outlier: pl.Expr
+    ctx: Context, min_tasks: int, critical: pl.Expr, outlier: pl.Expr
 ) -> pl.DataFrame:
     """The ``critical`` tasks of stages with ``min_tasks`` tasks or more,
     each with its stage's task count and medians (in task order), that are
     an ``outlier`` against those medians."""
+    tasks = ctx.tasks
     stats = (
-        tasks.lazy()
-        .filter(pl.col("stage_id").is_not_null())
-        .group_by("stage_id")
-        .agg(
-            pl.col("task_id").count().alias("stage_tasks"),
-            pl.col("duration_ns").median().alias("median_ns"),
-            pl.col("records").median().alias("median_records"),
-            pl.col("bytes").median().alias("median_bytes"),
+        ctx.stage_facts.lazy()
+        .select(
+            "stage_id",
+            pl.col("tasks").alias("stage_tasks"),
+            "median_ns",
+            "median_records",
+            "median_bytes",
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
     )
@@ -342,9 +342,7 @@ def task_hints(ctx: Context) -> list[Hint]:
         )
         >= opts.skew_factor
     ) | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
-    tasks = _critical_with_stage_stats(
-        ctx.tasks, opts.min_stage_tasks, critical, outlier
-    )
+    tasks = _critical_with_stage_stats(ctx, opts.min_stage_tasks, critical, outlier)
     if tasks.is_empty():
         return []
     warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)
