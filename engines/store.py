@@ -253,7 +253,9 @@ class WindowStore:
         self.lock()
         target = self.root / CHECKPOINT
         temporary = _temporary(self.root, CHECKPOINT)
-        temporary.write_text(json.dumps(checkpoint, indent=1), encoding="utf-8")
+        # Compact: json's C encoder (indented, it runs in Python), and the
+        # checkpoint lists every file read, thousands in a long run.
+        temporary.write_text(json.dumps(checkpoint), encoding="utf-8")
         _rename(temporary, target)
 
     # -- readers -----------------------------------------------------------
