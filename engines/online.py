@@ -488,29 +488,35 @@ class OnlinePipeline(PipelineCounters):
         with contextlib.suppress(TraceError, FileNotFoundError):
             context = read_context(path)
             self._context = context if context.known else self._context
-        bounds = frame.select(
-            first_event.min().alias("a"), last_event.max().alias("b")
-        ).row(0)
+        bounds = self._buffer(frame, self._next_row, count_late=True)
         self._files[name] = _FileEntry(size, len(frame), self._next_row, *bounds)
-        self._buffer(frame, self._next_row, count_late=True)
         self._next_row += len(frame)
 
-    def _buffer(self, frame: pl.DataFrame, offset: int, *, count_late: bool) -> None:
+    def _buffer(
+        self, frame: pl.DataFrame, offset: int, *, count_late: bool
+    ) -> tuple[int | None, int | None]:
+        """Buffer a file's rows, numbered from ``offset``; returns their
+        first and last event (None, None: no rows)."""
         if frame.is_empty():
-            return
-        frame = frame.with_row_index(ROW, offset=offset).with_columns(
-            pl.col(ROW).cast(pl.Int64)
-        )
-        first, last = frame.select(
-            first_event.min().alias("a"), last_event.max().alias("b")
-        ).row(0)
+            return None, None
+        # One query for the bounds and the late rows (four queries over the
+        # file's rows took ~1 ms a file of 30,000 rows).
+        stats = [first_event.min().alias("a"), last_event.max().alias("b")]
+        counting = count_late and self._late_until is not None
+        if counting:
+            stats.append((first_event < self._late_until).sum().alias("late"))
+        row = frame.select(stats).row(0)
+        first, last = row[0], row[1]
+        if counting:
+            self.late_rows += row[2]
         self._first = first if self._first is None else min(self._first, first)
         self._last = last if self._last is None else max(self._last, last)
-        if count_late and self._late_until is not None:
-            self.late_rows += frame.filter(first_event < self._late_until).height
-        if self._closed_until is not None:
+        rows = np.arange(offset, offset + frame.height, dtype=np.int64)
+        frame = frame.clone().insert_column(0, pl.Series(ROW, rows))
+        if self._closed_until is not None and first < self._closed_until:
             frame = frame.filter(last_event >= self._closed_until)
         self._unmerged.append(frame)
+        return first, last
 
     def _buffer_rows(self) -> pl.DataFrame | None:
         """The buffered rows, with the frames read since the last call."""
