@@ -18,7 +18,7 @@ from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
 from .communication import communication_from_partial
 from .hints import Context, rebalancing_hints, task_shares
-from .operator import operator_from_partial
+from .operator import operators_and_stages
 from .partials import Partials
 from .result import HintOptions, Summaries
 from .stage_stats import executor_stats, stage_stats
@@ -135,9 +135,8 @@ def summaries_from_partials(
     # One frame of task facts with their CP shares, shared by the operator
     # summary and the hints (millions of rows in a long trace).
     tasks = task_shares(task_facts(valid), partials.tasks, n)
-    operator = operator_from_partial(partials.operators, windows, tasks)
     # The hint rules look stages up: they read the per-stage drill-down.
-    stages = operator_from_partial(partials.operators, windows, tasks, by_stage=True)
+    operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
     context = Context(
         partials,

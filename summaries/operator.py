@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sparktrail.pag.query_engine import collect
+from sparktrail.pag.query_engine import collect, collect_all
 from sparktrail.pag.trace import Trace
 
 from ._table import (
@@ -37,6 +37,7 @@ __all__ = [
     "operator_from_partial",
     "operator_partial",
     "operator_summary",
+    "operators_and_stages",
     "stage_name",
 ]
 
@@ -154,6 +155,34 @@ def operator_from_partial(
     """
     # One query, collected at the end: a dozen steps over a few rows each
     # cost a query each when eager.
+    query = _operator_query(partial, windows, tasks, by_window, by_stage)
+    return collect(query, len(tasks))
+
+
+def operators_and_stages(
+    partial: pl.DataFrame, windows: pl.DataFrame, tasks: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`operator_from_partial` whole-run, per operator and per stage.
+
+    Both in one batch of queries, which share their sums of the partial.
+    """
+    operator, stages = collect_all(
+        [
+            _operator_query(partial, windows, tasks, False, False),
+            _operator_query(partial, windows, tasks, False, True),
+        ],
+        len(tasks),
+    )
+    return operator, stages
+
+
+def _operator_query(
+    partial: pl.DataFrame,
+    windows: pl.DataFrame,
+    tasks: pl.DataFrame,
+    by_window: bool,
+    by_stage: bool,
+) -> pl.LazyFrame:
     n_windows = n_path_windows(windows)
     per = with_paths(partial.lazy(), windows.lazy())
     if not by_window:
@@ -190,10 +219,7 @@ def operator_from_partial(
     ]
     order = [*window, "cp_share", "stage_id"]
     descending = [False] * len(window) + [True, False]
-    return collect(
-        out.select(columns).sort(order, descending=descending, nulls_last=True),
-        len(tasks),
-    )
+    return out.select(columns).sort(order, descending=descending, nulls_last=True)
 
 
 def _per_operator(
