@@ -178,9 +178,11 @@ def _ceil(value: int, step: int) -> int:
 
 @dataclass(frozen=True)
 class _Part:
-    """One file's buffered rows, and the range of their last events."""
+    """One file's buffered rows, their first event (a lower bound once
+    filtered) and the range of their last events."""
 
     rows: pl.DataFrame
+    starts_from: int
     ends_from: int
     ends_to: int
 
@@ -196,7 +198,9 @@ class _Part:
         if self.ends_to < until:
             return None
         rest = self.rows.filter(last_event >= until)
-        return _Part(rest, until, self.ends_to) if rest.height else None
+        return (
+            _Part(rest, self.starts_from, until, self.ends_to) if rest.height else None
+        )
 
 
 class _Buckets:
@@ -539,7 +543,10 @@ class OnlinePipeline(PipelineCounters):
         self._last = last if self._last is None else max(self._last, last)
         rows = np.arange(offset, offset + frame.height, dtype=np.int64)
         whole = _Part(
-            frame.clone().insert_column(0, pl.Series(ROW, rows)), ends_from, last
+            frame.clone().insert_column(0, pl.Series(ROW, rows)),
+            first,
+            ends_from,
+            last,
         )
         closed = self._closed_until
         part = whole if closed is None else whole.ending_from(closed)
@@ -558,6 +565,21 @@ class OnlinePipeline(PipelineCounters):
                 else frames[0]
             )
         return self._rows
+
+    def _rows_before(self, until: int) -> pl.DataFrame:
+        """The buffered rows of the files with an event before ``until``.
+
+        A row whose first event is at ``until`` or later touches no window
+        before it: the files of the lateness are left out, not filtered
+        (two thirds of the buffer at 30,000 rows/s and 2 s of lateness).
+        """
+        frames = [part.rows for part in self._parts if part.starts_from < until]
+        whole = self._buffer_rows() if len(frames) == len(self._parts) else None
+        if whole is not None:  # every part: the concatenation kept
+            return whole
+        if len(frames) <= 1:
+            return frames[0] if frames else pl.DataFrame()
+        return pl.concat(frames, how="diagonal_relaxed")
 
     def _drop_closed(self, until: int) -> None:
         """Drop the buffered rows that end before ``until``."""
@@ -650,8 +672,7 @@ class OnlinePipeline(PipelineCounters):
 
     def _close_range(self, until: int, *, resumed: bool = False) -> list[ClosedWindow]:
         """Close every window before ``until``; see "Restart" above."""
-        buffered = self._buffer_rows()
-        rows = buffered if buffered is not None else pl.DataFrame()
+        rows = self._rows_before(until)
         windows = self._windows_before(rows, until)
         self._closing_until = until
         if windows and not resumed:

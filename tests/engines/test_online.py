@@ -290,6 +290,30 @@ def test_rows_arriving_after_their_window_closed_are_counted_late(
     assert pipeline.late_rows == len(parts[0])
 
 
+def test_the_buffer_holds_exactly_the_rows_of_the_open_windows(
+    tmp_path: Path, trace: pl.DataFrame
+) -> None:
+    # GIVEN chunks landing one by one, shuffled within each (rows of a file
+    # need not be in time order), and one landing late
+    parts = [
+        p.sample(fraction=1.0, shuffle=True, seed=i)
+        for i, p in enumerate(chunks(trace))
+    ]
+    order = [1, 2, 0, *range(3, len(parts))]
+    pipeline = OnlinePipeline(tmp_path, WINDOW, LATENESS)
+    landed = []
+    for i in order:
+        land(tmp_path, parts[i], i)
+        landed.append(parts[i])
+        pipeline.poll()
+        # THEN after each poll it holds every landed row that ends at or
+        # after the closed windows' end, and no other
+        until = pipeline.closed_until_ns
+        ends = pl.concat(landed).select(pl.max_horizontal("start_ns", "end_ns"))
+        want = len(ends) if until is None else int((ends.to_series() >= until).sum())
+        assert pipeline.buffered_rows == want
+
+
 def test_a_missing_directory_is_waited_for(tmp_path: Path) -> None:
     pipeline = OnlinePipeline(tmp_path / "not-yet", WINDOW, LATENESS)
     assert pipeline.poll() == []
