@@ -17,7 +17,7 @@ from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
 from sparktrail.whatif.replay import Replay
 
-from .._table import executor_of_column
+from .._table import DRIVER, executor_of_column
 from ..frames import HINTS
 from ..operator import stage_name
 from ..partials import Partials
@@ -382,6 +382,25 @@ class Context:
             .filter(pl.col("src_worker") == pl.col("dst_worker"))
             .drop("dst_worker")
         )
+
+    @cached_property
+    def slot_busy(self) -> tuple[int, int]:
+        """How many executor slots the trace has, and how long they were busy.
+
+        The slot workers of :attr:`slot_time` and the sum of its
+        ``positive_ns`` over the activities but ``waiting``, in one query
+        without the per-activity table (most windows only ask this).
+        """
+        length = pl.col("end_ns") - pl.col("start_ns")
+        busy = (pl.col("activity") != "waiting") & (length > 0)
+        row = collect(
+            self._local_rows()
+            # A worker's executor is null for the driver's timeline only.
+            .filter(pl.col("src_worker") != DRIVER)
+            .select(pl.col("src_worker").n_unique(), length.filter(busy).sum()),
+            len(self.trace),
+        ).row(0)
+        return int(row[0]), int(row[1] or 0)
 
     @cached_property
     def slot_time(self) -> pl.DataFrame:

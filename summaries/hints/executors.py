@@ -243,13 +243,11 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     trace = ctx.trace
     if trace.is_empty() or ctx.app.is_local:
         return []
-    slots = ctx.slot_time
-    workers = slots["src_worker"].n_unique()
+    workers, busy = ctx.slot_busy
     if workers == 0:
         return []
     start, end = ctx.span_ns
     span = end - start
-    busy = int(slots.filter(pl.col("activity") != "waiting")["positive_ns"].sum())
     slot_time = ctx.app.slot_ns(start, end) or workers * span
     if slot_time <= 0:
         return []
