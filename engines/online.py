@@ -85,6 +85,16 @@ the other files to the next poll: the backlog waits on disk, not in
 memory, and the buffer holds at most about ``max_poll_rows`` rows beyond
 the lateness. The windows stored are those of a run whose files arrived
 later, which, under the same condition as for restarts, are the same.
+
+Small windows on one core
+-------------------------
+A poll that follows a window of fewer than
+:data:`~sparktrail.engines.threads.ONE_CORE_ROWS` trace rows runs with its
+thread and polars' thread pool on one core
+(:func:`~sparktrail.engines.threads.one_core`): such a window's close is a
+few hundred small polars queries, each handing its work to the pool, and
+where waking another core is slow (a virtual machine) the hand-offs cost
+more than the parallel work gains. Larger windows keep every core.
 """
 
 from __future__ import annotations

@@ -262,14 +262,9 @@ class Context:
         five or more).
         """
         names = self.tasks.columns
-        gc = [
-            *[pl.col(c).sum() for c in ("gc_ns", "run_ns") if c in names],
-            *(
-                [(pl.col("gc_ns") > 0).sum().alias("gc_tasks")]
-                if "gc_ns" in names
-                else []
-            ),
-        ]
+        gc = [pl.col(c).sum() for c in ("gc_ns", "run_ns") if c in names]
+        if "gc_ns" in names:
+            gc.append((pl.col("gc_ns") > 0).sum().alias("gc_tasks"))
         return collect(
             self.tasks.lazy()
             .filter(pl.col("stage_id").is_not_null())
@@ -290,8 +285,7 @@ class Context:
 
     def stage_row(self, stage_id: int) -> dict[str, Any] | None:
         """:attr:`stage_facts` of one stage (None: it has no task)."""
-        rows = self._stage_rows
-        return rows.get(stage_id)
+        return self._stage_rows.get(stage_id)
 
     @cached_property
     def _stage_rows(self) -> dict[int, dict[str, Any]]:
