@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from ._common import Context, Hint, fmt_s, settings_text, severity
@@ -84,14 +85,20 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
     own = done.group_by("stage_id", "executor").agg(
         pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
     )
+    # The others' medians in numpy, over executor codes: a polars filter
+    # per (stage, executor) was a query each (~0.2 ms).
+    names = done["executor"].unique().to_list()
+    codes = done["executor"].replace_strict(
+        names, list(range(len(names))), return_dtype=pl.Int64
+    )
+    code, stage_of = codes.to_numpy(), done["stage_id"].to_numpy()
+    durations = done["duration_ns"].to_numpy()
     ratios: dict[str, list[float]] = {}
     for stage, executor, median_own, _ in own.filter(pl.col("n") >= min_tasks).rows():
-        others = done.filter(
-            (pl.col("stage_id") == stage) & (pl.col("executor") != executor)
-        )["duration_ns"]
+        others = durations[(stage_of == stage) & (code != names.index(executor))]
         if len(others) < min_tasks:
             continue
-        median = float(others.median() or 0.0)  # type: ignore[arg-type]
+        median = float(np.median(others))
         if median > 0:
             ratios.setdefault(str(executor), []).append(float(median_own) / median)
     return {ex: sorted(r)[len(r) // 2] for ex, r in ratios.items()}
