@@ -494,13 +494,14 @@ class OnlinePipeline(PipelineCounters):
         found = []
         for path in trace_files(self.trace_dir):
             name = path.relative_to(self.trace_dir).as_posix()
+            if name in self._files:  # consumed: no stat (thousands an hour)
+                continue
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
                 continue
-            if name in self._files or self._corrupt.get(name) == size:
-                continue
-            found.append((name, path, size))
+            if self._corrupt.get(name) != size:
+                found.append((name, path, size))
         return found
 
     def _read(self, path: Path) -> pl.DataFrame | None:
