@@ -78,10 +78,10 @@ STORE_DIR = Path(".sparktrail") / "store"
 #: (:data:`~sparktrail.summaries.frames.SUMMARY_FRAMES`, written and read
 #: by :meth:`Summaries.save` and :meth:`Summaries.load`).
 WINDOW_FRAMES = ("cp", *SUMMARY_FRAMES)
-#: A window's CP rows: an Arrow IPC file, LZ4-compressed (not named
-#: ``.arrow``, the trace files' suffix, which tools may glob for). On a window of
-#: 30,000 rows it takes 2.7 ms to write (:func:`_write_cp`) against 6.5 ms
-#: as LZ4 Parquet, and is 15% larger (0.74 against 0.64 MB).
+#: A window's CP rows: an Arrow IPC file, LZ4-compressed, not named
+#: ``.arrow`` (the trace files' suffix, which tools may glob for). For a
+#: window of 30,000 rows it takes 2.7 ms to write (:func:`_write_cp`)
+#: against 6.5 ms as LZ4 Parquet, and is 15% larger (0.74 against 0.64 MB).
 CP_FILE = "cp.feather"
 #: Where stores written before held a window's CP rows.
 PARQUET_CP_FILE = "cp.parquet"
@@ -109,10 +109,10 @@ def _write_cp(path: Path, cp: pl.DataFrame) -> None:
 
 def _read_cp(folder: Path) -> pl.DataFrame:
     """A stored window's CP rows, from either file they were written to."""
-    path = folder / CP_FILE
-    if path.is_file():
-        return pl.read_ipc(path)
-    return pl.read_parquet(folder / PARQUET_CP_FILE)
+    path, before = folder / CP_FILE, folder / PARQUET_CP_FILE
+    if not path.is_file() and before.is_file():
+        return pl.read_parquet(before)
+    return pl.read_ipc(path)  # FileNotFoundError names the file of today
 
 
 def store_dir(trace_dir: str | os.PathLike[str]) -> Path:
