@@ -35,6 +35,8 @@ def table(path):
     rows["whole step, unprofiled"] = float(re.search(r"unprofiled: (\d+) ms", text)[1])
     live = re.search(r"live, a poll per file: (\d+) ms", text)
     rows["whole step, live (a poll per file, after the first window)"] = float(live[1]) if live else float("nan")
+    alone = re.search(r"live, the close alone: (\d+) ms", text)
+    rows["of it the close alone (CP, summaries, hints)"] = float(alone[1]) if alone else float("nan")
     rows["whole step, profiled"] = float(re.search(r"profiled; (\d+) ms", text)[1])
     return rows
 runs = {v: [table(out / f"{v}-{n}.md") for n in range(1, rounds + 1)] for v in ("old", "new")}
