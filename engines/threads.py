@@ -20,7 +20,8 @@ Assumptions
 * Nothing else in the process relies on the pool's threads being spread
   while a window closes (a few tens of ms): other threads' polars queries
   still run, on the pinned core. Every thread gets its own former mask
-  back afterwards, also when the body raises.
+  back afterwards, also when the body raises; the pool's, when the last
+  of the threads inside :func:`one_core` at once leaves.
 """
 
 from __future__ import annotations
@@ -100,21 +101,58 @@ def one_core(enabled: bool = True) -> Iterator[None]:
     if not enabled or not hasattr(os, "sched_setaffinity"):
         yield
         return
-    pool = pool_threads()
     allowed = os.sched_getaffinity(0)
-    if not pool or len(allowed) < 2:
+    if len(allowed) < 2 or not pool_threads():
         yield
         return
     core = {min(allowed)}
-    former: dict[int, set[int]] = {}
-    for tid in [threading.get_native_id(), *pool]:
-        with contextlib.suppress(OSError):  # a pool thread that ended
-            mask = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, core)
-            former[tid] = mask
+    own = threading.get_native_id()
+    _pin_pool(core)
+    try:
+        with _pinned({own: os.sched_getaffinity(own)}, core):
+            yield
+    finally:
+        _unpin_pool()
+
+
+#: The pool threads' masks before the first of the threads now inside
+#: :func:`one_core` pinned them, and how many threads are inside: two
+#: pipelines polling at once must not restore each other's pins.
+_pool_masks: dict[int, set[int]] = {}
+_inside = 0
+_pool_lock = threading.Lock()
+
+
+def _pin_pool(core: set[int]) -> None:
+    global _inside
+    with _pool_lock:
+        if _inside == 0:
+            _pool_masks.clear()
+            for tid in pool_threads():
+                with contextlib.suppress(OSError):  # a pool thread that ended
+                    _pool_masks[tid] = os.sched_getaffinity(tid)
+                    os.sched_setaffinity(tid, core)
+        _inside += 1
+
+
+def _unpin_pool() -> None:
+    global _inside
+    with _pool_lock:
+        _inside -= 1
+        if _inside == 0:
+            for tid, mask in _pool_masks.items():
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(tid, mask)
+
+
+@contextlib.contextmanager
+def _pinned(masks: dict[int, set[int]], core: set[int]) -> Iterator[None]:
+    """Threads ``masks`` names pinned to ``core``, their masks back after."""
+    for tid in masks:
+        os.sched_setaffinity(tid, core)
     try:
         yield
     finally:
-        for tid, mask in former.items():
+        for tid, mask in masks.items():
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(tid, mask)

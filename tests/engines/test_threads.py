@@ -57,6 +57,37 @@ def test_masks_come_back_when_the_body_raises() -> None:
     assert masks() == before
 
 
+def test_two_threads_inside_at_once_restore_the_pool_once_both_left() -> None:
+    # GIVEN the pool's masks before, and two threads that enter one_core
+    # one after the other and leave in the order they entered
+    before = {tid: os.sched_getaffinity(tid) for tid in pool_threads()}
+    first_in, second_in, first_out = (threading.Event() for _ in range(3))
+    seen: list[dict[int, set[int]]] = []
+
+    def first() -> None:
+        with one_core():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with one_core():
+            second_in.set()
+            first_out.wait(5)
+            # WHEN the first has left while the second is still inside
+            seen.append({tid: os.sched_getaffinity(tid) for tid in before})
+
+    threads = [threading.Thread(target=f) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    # THEN the pool stayed pinned for the second, and is free again after
+    assert seen and all(len(mask) == 1 for mask in seen[0].values())
+    assert {tid: os.sched_getaffinity(tid) for tid in before} == before
+
+
 def test_disabled_it_pins_nothing() -> None:
     before = masks()
     with one_core(enabled=False):
