@@ -106,11 +106,13 @@ def one_core(enabled: bool = True) -> Iterator[None]:
         yield
         return
     core = {min(allowed)}
-    own = threading.get_native_id()
     _pin_pool(core)
     try:
-        with _pinned({own: os.sched_getaffinity(own)}, core):
+        os.sched_setaffinity(0, core)  # 0: the calling thread
+        try:
             yield
+        finally:
+            os.sched_setaffinity(0, allowed)
     finally:
         _unpin_pool()
 
@@ -143,16 +145,3 @@ def _unpin_pool() -> None:
             for tid, mask in _pool_masks.items():
                 with contextlib.suppress(OSError):
                     os.sched_setaffinity(tid, mask)
-
-
-@contextlib.contextmanager
-def _pinned(masks: dict[int, set[int]], core: set[int]) -> Iterator[None]:
-    """Threads ``masks`` names pinned to ``core``, their masks back after."""
-    for tid in masks:
-        os.sched_setaffinity(tid, core)
-    try:
-        yield
-    finally:
-        for tid, mask in masks.items():
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, mask)
