@@ -17,15 +17,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from bench.polars_handoff import median_ms
 from bench.window_step import S, _trace
 from sparktrail.engines import online
 from sparktrail.engines.online import ROW, OnlinePipeline
@@ -38,18 +37,8 @@ from sparktrail.summaries._table import task_facts
 from sparktrail.summaries.partials import Partials
 from sparktrail.whatif import Replay
 
-RUNS, REPEATS = 10, 7
-
-
-def median_ms(part: Callable[[], object]) -> float:
-    """Median over :data:`REPEATS` of the mean time of :data:`RUNS` runs."""
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        for _ in range(RUNS):
-            part()
-        times.append((time.perf_counter() - start) / RUNS * 1e3)
-    return statistics.median(times)
+#: Runs of a part per timing (each figure is the median of 7 timings).
+RUNS = 10
 
 
 def third_window(root: Path) -> tuple[OnlinePipeline, pl.DataFrame, int, int]:
@@ -126,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| part | ms (median of 7 x 10) |")
         print("|---|---:|")
         for name, part in parts.items():
-            print(f"| {name} | {median_ms(part):.1f} |")
+            print(f"| {name} | {median_ms(part, RUNS):.1f} |")
     return 0
 
 
