@@ -151,8 +151,9 @@ def write_small_parquets(
     -----
     Under polars 2 the files are written as one batch of sink queries, in
     parallel and with one call's overhead: a window of the online store
-    (its CP rows and ten summary frames) took 7.4/7.4/6.7 ms against
-    10.5/10.1/8.5 ms one file at a time (medians, three alternating runs).
+    as it was written then (its CP rows and ten summary frames) took
+    7.4/7.4/6.7 ms against 10.5/10.1/8.5 ms one file at a time (medians,
+    three alternating runs).
     Polars 1 writes them one at a time.
 
     Examples

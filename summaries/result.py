@@ -229,13 +229,13 @@ class Summaries:
         ``folder`` is created if missing; files of the same names are
         replaced. Returns ``folder`` as a :class:`~pathlib.Path`. ``fast``
         writes the frames as one :data:`BUNDLE_FILE`, and ``beside`` as
-        LZ4 without column statistics
-        (:func:`~sparktrail.pag.query_engine.write_small_parquets`), for the
-        online store, which writes a folder per window and reads it back
-        with sparktrail only; else a Parquet file per frame, polars' default
-        zstd with statistics, which any Parquet reader reads. ``beside``
-        are other frames to write in ``folder`` (file name -> frame), such
-        as a window's CP rows.
+        LZ4 Parquet without column statistics
+        (:func:`~sparktrail.pag.query_engine.write_small_parquets`), for a
+        folder only sparktrail reads back (the online store writes its
+        windows this way, and its CP rows itself); else a Parquet file per
+        frame, polars' default zstd with statistics, which any Parquet
+        reader reads. ``beside`` are other frames to write in ``folder``
+        (file name -> frame).
 
         Examples
         --------
