@@ -129,7 +129,7 @@ from sparktrail.pag.windows import (
     to_trace_rows,
 )
 from sparktrail.summaries.finish import summaries_from_cp
-from sparktrail.summaries.result import HintOptions
+from sparktrail.summaries.result import HintOptions, Summaries
 
 from .batch import MICRO_BATCHES, trigger_times
 from .store import StoredWindow, WindowStore, store_dir
@@ -697,7 +697,6 @@ class OnlinePipeline(PipelineCounters):
                 continue
             window = self._close(rows if near is None else near.around(ts), ts, te)
             if window is not None:
-                self.store.write_window(window)
                 closed.append(window)
         self._closed_until = self._late_until = until
         self._closing_until = None
@@ -706,6 +705,24 @@ class OnlinePipeline(PipelineCounters):
         return closed
 
     def _close(self, rows: pl.DataFrame, ts: int, te: int) -> ClosedWindow | None:
+        """Close the window ``[ts, te)`` from ``rows`` and store it (``None``:
+        it has no CP rows, or a cycle, which is warned about and counted)."""
+        found = self._window_cp(rows, ts, te)
+        if found is None:
+            return None
+        cp, near = found
+        stored = to_trace_rows(cp, near)
+        # Its CP rows are written while its summaries are computed.
+        with self.store.begin_window(ts, stored) as write:
+            summaries = self._summaries(cp, near, ts, te)
+            write.finish(summaries)
+        return ClosedWindow(start_ns=ts, end_ns=te, cp=stored, summaries=summaries)
+
+    def _window_cp(
+        self, rows: pl.DataFrame, ts: int, te: int
+    ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """The window's CP rows and the trace rows touching it (``None``: no
+        CP rows)."""
         assert self._first is not None and self._last is not None
         if rows.is_empty():
             return None
@@ -724,17 +741,15 @@ class OnlinePipeline(PipelineCounters):
         except CycleError as err:
             self.failed_windows += 1
             warnings.warn(
-                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=4
+                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=5
             )
             return None
         self._small_windows = len(near) < ONE_CORE_ROWS
-        if cp.is_empty():
-            return None
+        return None if cp.is_empty() else (cp, near)
+
+    def _summaries(
+        self, cp: pl.DataFrame, near: pl.DataFrame, ts: int, te: int
+    ) -> Summaries:
+        """The window's summaries and hints from its CP rows."""
         trace = Trace(near, self._context)
-        summaries = summaries_from_cp(cp, trace, te - ts, ts, self.options)
-        return ClosedWindow(
-            start_ns=ts,
-            end_ns=te,
-            cp=to_trace_rows(cp, near),
-            summaries=summaries,
-        )
+        return summaries_from_cp(cp, trace, te - ts, ts, self.options)

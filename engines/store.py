@@ -23,7 +23,9 @@ instruction:
 
 * A window is written under a hidden temporary name and renamed into
   place, so a reader sees it whole or not at all; a window is written once
-  and never replaced (:meth:`WindowStore.write_window` refuses).
+  and never replaced (:meth:`WindowStore.write_window` refuses). Its CP
+  rows are written by a background thread (:class:`WindowWrite`), and the
+  rename waits for them.
 * The checkpoint is written the same way, so it is always one whole
   checkpoint, the old one or the new one.
 * Temporaries of a killed writer stay behind;
@@ -39,10 +41,13 @@ machine.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -60,6 +65,8 @@ from sparktrail.summaries.result import (
     saved_window,
 )
 
+from .threads import on_every_core
+
 __all__ = [
     "CP_FILE",
     "PARQUET_CP_FILE",
@@ -69,6 +76,7 @@ __all__ = [
     "WINDOW_FRAMES",
     "StoredWindow",
     "WindowStore",
+    "WindowWrite",
     "store_dir",
 ]
 
@@ -96,10 +104,13 @@ def _write_cp(path: Path, cp: pl.DataFrame) -> None:
     """Write a window's CP rows to ``path`` as an LZ4 Arrow IPC file.
 
     With pyarrow's writer and polars' own string views: 2.7 ms on a window
-    of 30,000 rows, against 4.2 ms with polars' ``write_ipc``.
+    of 30,000 rows, against 4.2 ms with polars' ``write_ipc``. Compressed
+    on the calling thread (the store's background one): pyarrow's own pool
+    keeps the mask of whichever thread started it, which may have been a
+    poll pinned to one core (:mod:`~sparktrail.engines.threads`).
     """
     table = cp.to_arrow(compat_level=pl.CompatLevel.newest())
-    options = ipc.IpcWriteOptions(compression="lz4")
+    options = ipc.IpcWriteOptions(compression="lz4", use_threads=False)
     with (
         pa.OSFile(str(path), "wb") as sink,
         ipc.new_file(sink, table.schema, options=options) as writer,
@@ -141,6 +152,69 @@ def _temporary(folder: Path, name: str) -> Path:
 def _rename(source: Path, target: Path) -> None:
     """Rename atomically; the one step that makes a write visible."""
     os.replace(source, target)
+
+
+#: The thread that writes windows' CP rows (:meth:`WindowStore.begin_window`),
+#: and the process it was started in (a forked child starts its own).
+_writer: tuple[int, ThreadPoolExecutor] | None = None
+_writer_lock = threading.Lock()
+
+
+def _background() -> ThreadPoolExecutor:
+    """The one thread that writes CP rows, on every core (it may be started
+    from a poll pinned to one core, :mod:`~sparktrail.engines.threads`)."""
+    global _writer
+    with _writer_lock:
+        if _writer is None or _writer[0] != os.getpid():
+            executor = ThreadPoolExecutor(
+                1, thread_name_prefix="sparktrail-store", initializer=on_every_core
+            )
+            _writer = (os.getpid(), executor)
+        return _writer[1]
+
+
+class WindowWrite:
+    """A window being written (:meth:`WindowStore.begin_window`).
+
+    Its CP rows are being written under the window's hidden temporary name
+    by a background thread; :meth:`finish` writes the summaries beside
+    them, waits for the CP rows and renames the window into place. Left as
+    a context manager without :meth:`finish` (an error while computing the
+    summaries), it waits for the CP rows and removes the temporary.
+
+    Why: on the online pipeline's windows of 30,000 rows, the CP rows
+    (2.7 ms to write) are then written while the summaries are computed, on
+    the core the computation leaves free: a live poll took 58 instead of
+    62 ms (medians of 8 runs of 20 files, alternating, written inline or in
+    the background).
+    """
+
+    def __init__(self, temporary: Path, target: Path, cp_written: Future[None]) -> None:
+        self._temporary = temporary
+        self._target = target
+        self._cp_written = cp_written
+
+    def finish(self, summaries: Summaries) -> Path:
+        """Write ``summaries`` and make the window visible; returns its directory.
+
+        Raises
+        ------
+        OSError
+            Also when writing the CP rows failed (raised here).
+        """
+        summaries.save(self._temporary, fast=True)
+        self._cp_written.result()
+        _rename(self._temporary, self._target)
+        return self._target
+
+    def __enter__(self) -> WindowWrite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # The CP rows' thread may still be writing into the temporary.
+        with contextlib.suppress(Exception):
+            self._cp_written.result()
+        shutil.rmtree(self._temporary, ignore_errors=True)
 
 
 class WindowStore:
@@ -223,21 +297,32 @@ class WindowStore:
         FileExistsError
             If the store holds that window already (windows are written once).
         """
+        with self.begin_window(window.start_ns, window.cp) as write:
+            return write.finish(window.summaries)
+
+    def begin_window(self, start_ns: int, cp: pl.DataFrame) -> WindowWrite:
+        """Start writing the window at ``start_ns``: its CP rows are written
+        by a background thread while the caller computes its summaries,
+        which :meth:`WindowWrite.finish` writes before the window is renamed
+        into place (use the result as a context manager: leaving it without
+        ``finish`` drops the window).
+
+        Raises
+        ------
+        FileExistsError
+            If the store holds that window already (windows are written once).
+        """
         self.lock()
         self.windows_dir.mkdir(parents=True, exist_ok=True)
-        target = self.windows_dir / str(window.start_ns)
+        target = self.windows_dir / str(start_ns)
         if target.exists():
             raise FileExistsError(f"{target}: the window is stored already")
-        temporary = _temporary(self.windows_dir, str(window.start_ns))
+        temporary = _temporary(self.windows_dir, str(start_ns))
         shutil.rmtree(temporary, ignore_errors=True)
         temporary.mkdir()
-        try:
-            window.summaries.save(temporary, fast=True)
-            _write_cp(temporary / CP_FILE, window.cp)
-            _rename(temporary, target)
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
-        return target
+        return WindowWrite(
+            temporary, target, _background().submit(_write_cp, temporary / CP_FILE, cp)
+        )
 
     def remove_window(self, start_ns: int) -> None:
         """Remove a stored window; readers see it whole until it is gone."""

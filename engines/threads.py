@@ -32,13 +32,17 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["ONE_CORE_ROWS", "one_core", "pool_threads"]
+__all__ = ["ONE_CORE_ROWS", "on_every_core", "one_core", "pool_threads"]
 
 #: Window rows under which the online pipeline closes a window on one core:
 #: at 100,000 rows both ways took the same time on the test machine.
 ONE_CORE_ROWS = 60_000
 
 _TASKS = Path("/proc/self/task")
+#: The cores the process may run on, as it started (before any pinning).
+_PROCESS_CORES: set[int] | None = (
+    os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+)
 #: (pid, thread ids) of the pool once found; a forked child looks again.
 _pool: tuple[int, list[int]] | None = None
 
@@ -145,3 +149,16 @@ def _unpin_pool() -> None:
             for tid, mask in _pool_masks.items():
                 with contextlib.suppress(OSError):
                     os.sched_setaffinity(tid, mask)
+
+
+def on_every_core() -> None:
+    """Let the calling thread run on every core the process started with.
+
+    For a helper thread: a thread starts with the mask of the thread that
+    started it, which may be inside :func:`one_core` then. Nothing happens
+    where threads cannot be pinned.
+
+    >>> on_every_core()
+    """
+    if _PROCESS_CORES is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, _PROCESS_CORES)
