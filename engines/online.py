@@ -101,6 +101,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +120,7 @@ from sparktrail.pag.trace import (
     TraceError,
     read_context,
     read_trace,
-    trace_files,
+    trace_file_names,
 )
 from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
@@ -362,6 +363,8 @@ class OnlinePipeline(PipelineCounters):
         self.options = options
         self.store = WindowStore(store_dir(trace_dir))
         self._files: dict[str, _FileEntry] = {}
+        #: name -> (its entry, the entry's JSON text): see _checkpoint_json.
+        self._encoded_files: dict[str, tuple[_FileEntry, str]] = {}
         self._corrupt: dict[str, int] = {}
         # The newest file's context is the whole so far (see read_context).
         self._context = AppContext()
@@ -491,23 +494,51 @@ class OnlinePipeline(PipelineCounters):
             "files": {name: vars(e) for name, e in self._files.items()},
         }
 
+    def _checkpoint_json(self) -> str:
+        """:meth:`checkpoint` as :func:`json.dumps` writes it, each file's
+        entry encoded once.
+
+        The checkpoint lists every file consumed, and a poll that closes a
+        window writes it twice: encoded whole, it took 2.9 ms a poll once
+        600 files had landed (a file a second: an hour makes 3,600), against
+        1.2 ms at 20 files. A consumed file's entry does not change (a file
+        read again gets a new entry, which is encoded anew), so its text is
+        kept.
+        """
+        head = json.dumps(
+            self._checkpoint_fields(CHECKPOINT_VERSION)
+            | {"closing_until_ns": self._closing_until}
+        )
+        encoded = self._encoded_files
+        files = []
+        for name, entry in self._files.items():
+            known = encoded.get(name)
+            if known is None or known[0] is not entry:
+                known = encoded[name] = (
+                    entry,
+                    f"{json.dumps(name)}: {json.dumps(vars(entry))}",
+                )
+            files.append(known[1])
+        return f'{head[:-1]}, "files": {{{", ".join(files)}}}}}'
+
     # -- reading -----------------------------------------------------------
 
     def _new_files(self) -> list[tuple[str, Path, int]]:
+        """The files not consumed yet, as (name, path, size), in path order."""
         if not self.trace_dir.is_dir():
             return []
         found = []
-        for path in trace_files(self.trace_dir):
-            name = path.relative_to(self.trace_dir).as_posix()
+        for name in trace_file_names(self.trace_dir):
             if name in self._files:  # consumed: no stat (thousands an hour)
                 continue
+            path = self.trace_dir / name
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
                 continue
             if self._corrupt.get(name) != size:
                 found.append((name, path, size))
-        return found
+        return sorted(found, key=lambda new: new[1])  # as trace_files orders them
 
     def _read(self, path: Path) -> pl.DataFrame | None:
         try:
@@ -638,7 +669,7 @@ class OnlinePipeline(PipelineCounters):
             if until is not None and until > self._open_from():
                 return closed + self._close_range(until)
         if new:  # nothing to close, but a restart need not read them again
-            self.store.write_checkpoint(self.checkpoint())
+            self.store.write_checkpoint(self._checkpoint_json())
         return closed
 
     def _close_until(self, final: bool) -> int | None:
@@ -688,7 +719,7 @@ class OnlinePipeline(PipelineCounters):
         windows = self._windows_before(rows, until)
         self._closing_until = until
         if windows and not resumed:
-            self.store.write_checkpoint(self.checkpoint())
+            self.store.write_checkpoint(self._checkpoint_json())
         closed = []
         w = self.fixed_ns
         near = _Buckets(rows, w) if w is not None and len(windows) > 1 else None
@@ -701,7 +732,7 @@ class OnlinePipeline(PipelineCounters):
         self._closed_until = self._late_until = until
         self._closing_until = None
         self._drop_closed(until)
-        self.store.write_checkpoint(self.checkpoint())
+        self.store.write_checkpoint(self._checkpoint_json())
         return closed
 
     def _close(self, rows: pl.DataFrame, ts: int, te: int) -> ClosedWindow | None:

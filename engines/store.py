@@ -333,14 +333,18 @@ class WindowStore:
         _rename(target, hidden)
         shutil.rmtree(hidden)
 
-    def write_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Write the checkpoint atomically (temporary name, then rename)."""
+    def write_checkpoint(self, checkpoint: dict[str, Any] | str) -> None:
+        """Write the checkpoint atomically (temporary name, then rename).
+
+        ``checkpoint`` is JSON-ready data, or its JSON text already.
+        """
         self.lock()
         target = self.root / CHECKPOINT
         temporary = _temporary(self.root, CHECKPOINT)
         # Compact: json's C encoder (indented, it runs in Python), and the
         # checkpoint lists every file read, thousands in a long run.
-        temporary.write_text(json.dumps(checkpoint), encoding="utf-8")
+        text = checkpoint if isinstance(checkpoint, str) else json.dumps(checkpoint)
+        temporary.write_text(text, encoding="utf-8")
         _rename(temporary, target)
 
     # -- readers -----------------------------------------------------------

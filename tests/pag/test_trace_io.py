@@ -14,7 +14,7 @@ from sparktrail.pag import (
     read_trace,
     write_trace,
 )
-from sparktrail.pag.trace import TRACE_COLUMNS, trace_files
+from sparktrail.pag.trace import TRACE_COLUMNS, trace_file_names, trace_files
 
 
 def sample(n: int = 3, offset: int = 0) -> pl.DataFrame:
@@ -110,6 +110,25 @@ def test_files_in_hidden_directories_are_not_trace(tmp_path):
     # THEN only the visible one is
     assert files == [tmp_path / "app" / "t.arrow"]
     assert read_trace(tmp_path).height == 3
+
+
+def test_trace_file_names_are_the_trace_files_relative_to_the_root(tmp_path):
+    # GIVEN files at the top, nested two deep, hidden, and of other kinds
+    for name in ("b.arrow", "a/z.arrow", "a/b/c.arrow", "a-b.arrow", ".x/y.arrow"):
+        write_trace(sample(), tmp_path / name)
+    (tmp_path / "a" / "notes.txt").write_text("not a trace")
+    # WHEN the names are listed
+    names = trace_file_names(tmp_path)
+    # THEN they are trace_files' paths, relative and /-separated
+    want = [p.relative_to(tmp_path).as_posix() for p in trace_files(tmp_path)]
+    assert (
+        sorted(names)
+        == sorted(want)
+        == ["a-b.arrow", "a/b/c.arrow", "a/z.arrow", "b.arrow"]
+    )
+    assert [tmp_path / n for n in sorted(names, key=lambda n: tmp_path / n)] == (
+        trace_files(tmp_path)
+    )
 
 
 def test_dictionary_encoded_strings_are_accepted(tmp_path):
