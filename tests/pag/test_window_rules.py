@@ -110,6 +110,38 @@ def test_the_snapshot_builder_follows_the_window_rules(
         assert rows["trace_row"].cast(pl.Int64).to_list() == want.to_list()
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    trace=traces(),
+    window_ns=st.integers(1, 5),
+    offset=st.integers(-2, 1),
+    k=st.integers(-1, 12),
+    before=st.integers(0, 6),
+    after=st.integers(0, 6),
+    more=st.integers(0, 2),
+)
+def test_listed_windows_between_bounds_are_those_of_the_whole_listing(
+    trace: pl.DataFrame,
+    window_ns: int,
+    offset: int,
+    k: int,
+    before: int,
+    after: int,
+    more: int,
+) -> None:
+    # GIVEN a random trace, and bounds around window k (often exactly one
+    # window: the online pipeline's case, which has a shortcut)
+    trace = validate_trace(trace)
+    origin = origin_of(trace, offset)
+    lo = origin + k * window_ns - before
+    hi = origin + (k + 1 + more) * window_ns + after
+    # WHEN the windows between them are listed
+    listed = listed_windows(trace, window_ns, lo, hi, origin_ns=origin)
+    # THEN they are the whole trace's listed windows that lie between them
+    whole = listed_windows(trace, window_ns, origin_ns=origin)
+    assert listed == [t for t in whole if lo <= t and t + window_ns <= hi]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=traces(), window_ns=windows, offset=st.integers(-2, 1))
 def test_the_coarse_range_holds_the_exact_one(
