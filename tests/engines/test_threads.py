@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from pathlib import Path
@@ -14,6 +15,9 @@ from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.threads import one_core, pool_threads
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
+
+#: prctl's option that names the calling thread (linux/prctl.h).
+PR_SET_NAME = 15
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
@@ -86,6 +90,39 @@ def test_two_threads_inside_at_once_restore_the_pool_once_both_left() -> None:
     # THEN the pool stayed pinned for the second, and is free again after
     assert seen and all(len(mask) == 1 for mask in seen[0].values())
     assert {tid: os.sched_getaffinity(tid) for tid in before} == before
+
+
+def named_thread(name: bytes, started: threading.Event, stop: threading.Event) -> None:
+    """A thread that names itself ``name`` in /proc (as Rust threads do)."""
+    ctypes.CDLL(None).prctl(PR_SET_NAME, name)
+    started.set()
+    stop.wait(10)
+
+
+def test_a_pool_thread_started_later_is_found_and_one_ended_forgotten() -> None:
+    # GIVEN the pool's threads already looked up once
+    first = set(pool_threads())
+    assert first
+    # WHEN polars starts another thread of its pool later (as it starts its
+    # streaming executor at the first query that needs it)
+    started, stop = threading.Event(), threading.Event()
+    late = threading.Thread(
+        target=named_thread, args=(b"async-executor-", started, stop)
+    )
+    late.start()
+    started.wait(10)
+    try:
+        # THEN it is found, and one_core pins it with the others
+        assert late.native_id in pool_threads()
+        with one_core():
+            assert os.sched_getaffinity(late.native_id) == os.sched_getaffinity(0)
+            assert len(os.sched_getaffinity(0)) == 1
+    finally:
+        stop.set()
+        late.join(10)
+    # ... and it is forgotten once it ended
+    assert late.native_id not in pool_threads()
+    assert set(pool_threads()) == first
 
 
 def test_disabled_it_pins_nothing() -> None:
