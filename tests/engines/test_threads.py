@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparktrail.engines import online
+from sparktrail.engines import online, threads
 from sparktrail.engines.online import OnlinePipeline
-from sparktrail.engines.threads import one_core, pool_threads
+from sparktrail.engines.threads import background, one_core, pool_threads
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 
@@ -101,8 +101,7 @@ def named_thread(name: bytes, started: threading.Event, stop: threading.Event) -
 
 def test_a_pool_thread_started_later_is_found_and_one_ended_forgotten() -> None:
     # GIVEN the pool's threads already looked up once
-    first = set(pool_threads())
-    assert first
+    assert pool_threads()
     # WHEN polars starts another thread of its pool later (as it starts its
     # streaming executor at the first query that needs it)
     started, stop = threading.Event(), threading.Event()
@@ -122,7 +121,6 @@ def test_a_pool_thread_started_later_is_found_and_one_ended_forgotten() -> None:
         late.join(10)
     # ... and it is forgotten once it ended
     assert late.native_id not in pool_threads()
-    assert set(pool_threads()) == first
 
 
 def test_disabled_it_pins_nothing() -> None:
@@ -172,3 +170,38 @@ def test_a_poll_after_a_small_window_runs_on_one_core(
     before, after = closes("large")
     # THEN no close was pinned
     assert set(before) == set(after) == {cores}
+
+
+def test_a_background_thread_runs_on_every_core_even_started_from_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN no helper of that name yet, and a caller pinned to one core
+    monkeypatch.setattr(threads, "_helpers", {})
+    every = os.sched_getaffinity(0)
+    with one_core():
+        assert len(os.sched_getaffinity(0)) == 1
+        # WHEN its helper thread starts and runs a job
+        helper = background("sparktrail-test")
+        tid, mask = helper.submit(
+            lambda: (threading.get_native_id(), os.sched_getaffinity(0))
+        ).result(timeout=10)
+    # THEN the job ran on another thread, free to use every core
+    assert tid != threading.get_native_id()
+    assert mask == every
+    # ... and the helper is the same one next time
+    assert background("sparktrail-test") is helper
+
+
+def test_a_forked_child_starts_its_own_background_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the helper of another process (a fork's parent: its thread is
+    # not in the child)
+    parent = object()
+    monkeypatch.setattr(
+        threads, "_helpers", {"sparktrail-test": (os.getpid() + 1, parent)}
+    )
+    # WHEN the child asks for it THEN it gets one of its own, which runs
+    helper = background("sparktrail-test")
+    assert helper is not parent
+    assert helper.submit(lambda: 42).result(timeout=10) == 42
