@@ -95,6 +95,16 @@ thread and polars' thread pool on one core
 few hundred small polars queries, each handing its work to the pool, and
 where waking another core is slow (a virtual machine) the hand-offs cost
 more than the parallel work gains. Larger windows keep every core.
+
+Two threads a window
+--------------------
+A window's CP (its snapshot and the path-counting kernel, numba code that
+releases the GIL) is computed on a helper thread that may use every core
+(:func:`~sparktrail.engines.threads.background`), while the poll's thread
+computes what does not depend on it: the window's task facts and their
+what-if replay model (built whether or not a hint asks for it: it costs
+the poll no time when the CP takes longer). Then the summaries and hints
+are finished from both, with the same result as one after the other.
 """
 
 from __future__ import annotations
@@ -128,13 +138,16 @@ from sparktrail.pag.windows import (
     last_event,
     listed_windows,
     to_trace_rows,
+    touching,
 )
+from sparktrail.summaries import task_facts
 from sparktrail.summaries.finish import summaries_from_cp
 from sparktrail.summaries.result import HintOptions, Summaries
+from sparktrail.whatif import Replay
 
 from .batch import MICRO_BATCHES, trigger_times
 from .store import StoredWindow, WindowStore, store_dir
-from .threads import ONE_CORE_ROWS, one_core
+from .threads import ONE_CORE_ROWS, background, one_core
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -147,6 +160,8 @@ __all__ = [
 
 CHECKPOINT_VERSION = 1
 ROW = "_row"  # global row number, carried through as an extra trace column
+#: The helper thread a window's CP is computed on (see "Two threads a window").
+CP_THREAD = "sparktrail-cp"
 #: Rows a poll reads before it closes windows (see "Falling behind"): some
 #: 3 s of trace at 300,000 rows/s.
 MAX_POLL_ROWS = 1_000_000
@@ -738,14 +753,24 @@ class OnlinePipeline(PipelineCounters):
     def _close(self, rows: pl.DataFrame, ts: int, te: int) -> ClosedWindow | None:
         """Close the window ``[ts, te)`` from ``rows`` and store it (``None``:
         it has no CP rows, or a cycle, which is warned about and counted)."""
-        found = self._window_cp(rows, ts, te)
+        near = touching(rows, ts, te)
+        # The CP on a helper thread (see "Two threads a window"), meanwhile
+        # the task facts and the what-if model on this one.
+        computing = background(CP_THREAD).submit(self._window_cp, near, ts, te)
+        try:
+            facts, replay = _task_model(Trace(near, self._context))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                computing.result()  # done with the pipeline's state
+            raise
+        found = computing.result()
         if found is None:
             return None
         cp, near = found
         stored = to_trace_rows(cp, near)
         # Its CP rows are written while its summaries are computed.
         with self.store.begin_window(ts, stored) as write:
-            summaries = self._summaries(cp, near, ts, te)
+            summaries = self._summaries(cp, near, ts, te, facts, replay)
             write.finish(summaries)
         return ClosedWindow(start_ns=ts, end_ns=te, cp=stored, summaries=summaries)
 
@@ -779,8 +804,27 @@ class OnlinePipeline(PipelineCounters):
         return None if cp.is_empty() else (cp, near)
 
     def _summaries(
-        self, cp: pl.DataFrame, near: pl.DataFrame, ts: int, te: int
+        self,
+        cp: pl.DataFrame,
+        near: pl.DataFrame,
+        ts: int,
+        te: int,
+        facts: pl.DataFrame | None = None,
+        replay: Replay | None = None,
     ) -> Summaries:
-        """The window's summaries and hints from its CP rows."""
+        """The window's summaries and hints from its CP rows (and its task
+        facts and what-if model, when they are built already)."""
         trace = Trace(near, self._context)
-        return summaries_from_cp(cp, trace, te - ts, ts, self.options)
+        return summaries_from_cp(
+            cp, trace, te - ts, ts, self.options, facts=facts, replay=replay
+        )
+
+
+def _task_model(trace: Trace) -> tuple[pl.DataFrame, Replay | None]:
+    """A window's task facts and their what-if replay model (``None``: the
+    rows cannot be replayed; the hints then say so, as without it)."""
+    facts = task_facts(trace)
+    try:
+        return facts, Replay.of(trace, facts)
+    except (InputError, ValueError, KeyError):
+        return facts, None

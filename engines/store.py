@@ -46,7 +46,6 @@ import fcntl
 import json
 import os
 import shutil
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +64,7 @@ from sparktrail.summaries.result import (
     saved_window,
 )
 
-from .threads import on_every_core
+from .threads import background
 
 __all__ = [
     "CP_FILE",
@@ -154,23 +153,9 @@ def _rename(source: Path, target: Path) -> None:
     os.replace(source, target)
 
 
-#: The thread that writes windows' CP rows (:meth:`WindowStore.begin_window`),
-#: and the process it was started in (a forked child starts its own).
-_writer: tuple[int, ThreadPoolExecutor] | None = None
-_writer_lock = threading.Lock()
-
-
 def _background() -> ThreadPoolExecutor:
-    """The one thread that writes CP rows, on every core (it may be started
-    from a poll pinned to one core, :mod:`~sparktrail.engines.threads`)."""
-    global _writer
-    with _writer_lock:
-        if _writer is None or _writer[0] != os.getpid():
-            executor = ThreadPoolExecutor(
-                1, thread_name_prefix="sparktrail-store", initializer=on_every_core
-            )
-            _writer = (os.getpid(), executor)
-        return _writer[1]
+    """The one thread that writes CP rows (:meth:`WindowStore.begin_window`)."""
+    return background("sparktrail-store")
 
 
 class WindowWrite:

@@ -30,9 +30,17 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["ONE_CORE_ROWS", "on_every_core", "one_core", "pool_threads"]
+__all__ = [
+    "ONE_CORE_ROWS",
+    "POOL_THREAD_NAMES",
+    "background",
+    "on_every_core",
+    "one_core",
+    "pool_threads",
+]
 
 #: Window rows under which the online pipeline closes a window on one core:
 #: at 100,000 rows both ways took the same time on the test machine.
@@ -165,3 +173,28 @@ def on_every_core() -> None:
     """
     if _PROCESS_CORES is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, _PROCESS_CORES)
+
+
+#: (pid, executor) of each :func:`background` thread, by name; a forked
+#: child starts its own (the parent's threads are not in it).
+_helpers: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_helpers_lock = threading.Lock()
+
+
+def background(name: str) -> ThreadPoolExecutor:
+    """The process's one helper thread called ``name``, started on first use.
+
+    It runs on every core (:func:`on_every_core`) even when started from
+    inside :func:`one_core`, so its work goes on beside a pinned poll's.
+
+    >>> background("sparktrail-doc").submit(sum, [1, 2]).result()
+    3
+    """
+    with _helpers_lock:
+        known = _helpers.get(name)
+        if known is None or known[0] != os.getpid():
+            executor = ThreadPoolExecutor(
+                1, thread_name_prefix=name, initializer=on_every_core
+            )
+            known = _helpers[name] = (os.getpid(), executor)
+        return known[1]

@@ -13,6 +13,7 @@ import polars as pl
 
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.whatif import Replay
 
 from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
@@ -51,6 +52,9 @@ def summaries_from_cp(
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
+    *,
+    facts: pl.DataFrame | None = None,
+    replay: Replay | None = None,
 ) -> Summaries:
     """Every summary and hint from a CP table already computed.
 
@@ -69,6 +73,8 @@ def summaries_from_cp(
         :class:`~sparktrail.pag.trace.Trace`).
     window_ns, origin_ns, options
         As for :func:`summarize`.
+    facts, replay
+        As for :func:`summaries_from_partials`.
 
     Returns
     -------
@@ -92,6 +98,8 @@ def summaries_from_cp(
         window_ns,
         origin_ns,
         options,
+        facts=facts,
+        replay=replay,
     )
 
 
@@ -101,6 +109,9 @@ def summaries_from_partials(
     window_ns: int,
     origin_ns: int | None = None,
     options: HintOptions | None = None,
+    *,
+    facts: pl.DataFrame | None = None,
+    replay: Replay | None = None,
 ) -> Summaries:
     """Every summary and hint from the run's :class:`Partials`.
 
@@ -118,6 +129,13 @@ def summaries_from_partials(
     window_ns, origin_ns, options
         As for :func:`summarize` (``origin_ns`` None: the first window's
         start).
+    facts
+        The trace's task facts (:func:`~sparktrail.summaries.task_facts`),
+        when the caller has them already.
+    replay
+        The trace's what-if replay model (``Replay.of`` of the trace and its
+        task facts), when the caller built it already; else it is built if
+        a hint needs it.
 
     Returns
     -------
@@ -134,7 +152,8 @@ def summaries_from_partials(
     executor = executor_from_partial(partials.workers, windows)
     # One frame of task facts with their CP shares, shared by the operator
     # summary and the hints (millions of rows in a long trace).
-    tasks = task_shares(task_facts(valid), partials.tasks, n)
+    facts = task_facts(valid) if facts is None else facts
+    tasks = task_shares(facts, partials.tasks, n)
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
@@ -149,6 +168,7 @@ def summaries_from_partials(
         options or HintOptions(),
         tasks,
         valid.context,
+        built_replay=replay,
     )
     return Summaries(
         activity=activity,

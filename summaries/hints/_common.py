@@ -224,7 +224,10 @@ class Context:
     rules look stages up), ``tasks`` has one row per task attempt: its facts
     (:func:`~sparktrail.summaries._table.task_facts`) and CP shares
     (:func:`task_shares`); ``app`` is what the application ran with
-    (:class:`~sparktrail.pag.context.AppContext`, empty when unknown).
+    (:class:`~sparktrail.pag.context.AppContext`, empty when unknown);
+    ``built_replay``, when given, is ``Replay.of`` of the trace and its
+    task facts, built by the caller (the online pipeline builds it while a
+    window's CP is computed).
     """
 
     partials: Partials
@@ -237,11 +240,15 @@ class Context:
     options: HintOptions
     tasks: pl.DataFrame
     app: AppContext = field(default_factory=AppContext)
+    built_replay: Replay | None = None
 
     @cached_property
     def replay(self) -> Replay | None:
         """The what-if replay of the run (built once, when a hint asks;
-        ``None`` when the trace cannot be replayed)."""
+        ``None`` when the trace cannot be replayed): :attr:`built_replay`
+        when the caller built it already."""
+        if self.built_replay is not None:
+            return self.built_replay
         try:
             # The task facts are at hand: the model need not group the rows.
             return Replay.of(Trace(self.trace, self.app), self.tasks)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -13,7 +12,6 @@ import pytest
 from sparktrail.engines import store as store_module
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import CP_FILE, WindowStore
-from sparktrail.engines.threads import one_core
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 
@@ -101,46 +99,24 @@ def test_a_failed_cp_write_is_raised_by_finish(
     assert leftovers(store) == []
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
-    reason="pins threads on Linux with two cores or more",
-)
-def test_the_cp_rows_thread_runs_on_every_core_even_started_from_one(
+def test_the_cp_rows_are_written_on_the_stores_background_thread(
     tmp_path: Path,
     closed: list[store_module.StoredWindow],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # GIVEN no writer thread yet, and a poll pinned to one core
-    monkeypatch.setattr(store_module, "_writer", None)
-    seen: list[tuple[int, set[int]]] = []
+    # GIVEN the thread each write of CP rows runs on
+    seen: list[str] = []
     write_cp = store_module._write_cp
 
     def noting(path: Path, cp: pl.DataFrame) -> None:
-        seen.append((threading.get_native_id(), os.sched_getaffinity(0)))
+        seen.append(threading.current_thread().name)
         write_cp(path, cp)
 
     monkeypatch.setattr(store_module, "_write_cp", noting)
+    # WHEN two windows are written
     store = WindowStore(tmp_path)
-    every = os.sched_getaffinity(0)
-    # WHEN a window is written from inside one_core
-    with one_core():
-        assert len(os.sched_getaffinity(0)) == 1
-        store.write_window(closed[1])
-    # THEN its CP rows were written by another thread, free to use every core
-    ((thread, mask),) = seen
-    assert thread != threading.get_native_id()
-    assert mask == every
-
-
-def test_a_forked_child_starts_its_own_writer_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GIVEN the writer of another process (a fork's parent: its thread is
-    # not in the child)
-    parent = object()
-    monkeypatch.setattr(store_module, "_writer", (os.getpid() + 1, parent))
-    # WHEN the child writes THEN it gets a writer of its own, which runs
-    writer = store_module._background()
-    assert writer is not parent
-    assert writer.submit(lambda: 42).result(timeout=10) == 42
-    assert store_module._background() is writer
+    store.write_window(closed[1])
+    store.write_window(closed[2])
+    # THEN both went to the store's one helper thread, not the caller's
+    assert len(seen) == 2 and len(set(seen)) == 1
+    assert seen[0].startswith("sparktrail-store")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 
 from sparktrail.engines import summarize
 from sparktrail.pag import critical_participation
+from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import (
     SHUFFLE_NOTE,
     activity_summary,
@@ -16,8 +19,13 @@ from sparktrail.summaries import (
     operator_summary,
     shuffle_sources,
     straggler_summary,
+    task_facts,
 )
+from sparktrail.summaries.finish import summaries_from_cp
+from sparktrail.summaries.hints import _common
+from sparktrail.whatif import Replay
 from tests.summaries.builders import MS, Trace, balanced, shuffle_join
+from tests.summaries.compare import assert_same_summaries
 
 
 def table(trace: pl.DataFrame, window_ms: float) -> pl.DataFrame:
@@ -191,3 +199,25 @@ def test_pathless_trace_gives_zero_shares_not_a_crash():
     assert s.activity["cp_share"].sum() == 0.0
     assert s.activity_by_window.is_empty()
     assert s.hints["kind"].to_list() == ["idle_capacity"]
+
+
+def test_facts_and_replay_built_by_the_caller_give_the_same_summaries(monkeypatch):
+    # GIVEN a stage with a straggler task, whose hint the replay prices
+    workers = [f"exec-1/{i}" for i in range(4)]
+    frame = pl.DataFrame({"src_worker": workers, "dst_worker": workers,
+        "start_ns": [0] * 4, "end_ns": [100, 10, 10, 10],
+        "activity": ["processing"] * 4, "task_id": [0, 1, 2, 3],
+        "stage_id": [0] * 4})  # fmt: skip
+    trace = load_trace(frame)
+    cp = critical_participation(trace, 100)
+    alone = summaries_from_cp(cp, trace, 100)
+    # WHEN the caller hands in the task facts and the replay model it built
+    facts = task_facts(trace)
+    replay = Replay.of(trace, facts)
+    monkeypatch.setattr(_common.Replay, "of", None)  # must not be built again
+    given = summaries_from_cp(cp, trace, 100, facts=facts, replay=replay)
+    # THEN every frame is the same, and the hint's saving is the replay's
+    assert_same_summaries(given, alone)
+    evidence = json.loads(given.hints.row(0, named=True)["evidence"])
+    assert given.hints["kind"][0] == "straggler_task"
+    assert evidence["replayed_saving_ns"] == given.hints["predicted_saving_ns"][0]
