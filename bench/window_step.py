@@ -12,9 +12,11 @@ cached kernels is not counted.
     .venv/bin/python bench/window_step.py --rate 30000 --seconds 8
 
 The windows are first closed without the profiler: as the live pipeline
-closes them, a poll per file landed ("live", timed from the poll after the
-one that closed the first window), then in one poll over every file
-("unprofiled"), for the wall time per window;
+closes them, ``--live-seconds`` files of the same producer landing one at
+a time with a poll after each ("live", timed from the poll after the one
+that closed the first window; "the close alone" is that poll's
+``OnlinePipeline._close`` without its store writes), then in one poll over
+the ``--seconds`` files ("unprofiled"), for the wall time per window;
 ``bench/window_step_versions.sh`` alternates this script on an older
 commit and on the checkout.
 """
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from bench.online_latency import _rounds
-from sparktrail.engines import online
+from sparktrail.engines import store
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.pag import write_trace
 
@@ -60,8 +62,9 @@ PHASES = {
 }
 
 
-#: What a window's close runs, in :mod:`sparktrail.engines.online`'s names.
-CLOSE_PARTS = ("batch_cp", "summaries_from_cp")
+#: A window's store writes inside its close, where a version has them:
+#: (class of engines/store.py, method).
+STORE_PARTS = (("WindowStore", "begin_window"), ("WindowWrite", "finish"))
 
 
 def _trace(root: Path, rate: int, seconds: int) -> None:
@@ -76,9 +79,8 @@ def _trace(root: Path, rate: int, seconds: int) -> None:
 
 def _live(files: Path, root: Path) -> tuple[float, float]:
     """Seconds per window closed when the files land one at a time: the
-    whole poll, and the window's close alone (its CP, ``batch_cp``, and its
-    summaries and hints, ``summaries_from_cp``: without reading files or
-    writing the store).
+    whole poll, and the window's close alone (``OnlinePipeline._close``
+    without its store writes: its CP, task facts, summaries and hints).
 
     As in the live pipeline: a file lands, a poll reads it and closes the
     window the watermark passed (2 s of lateness: one window a poll once
@@ -88,42 +90,50 @@ def _live(files: Path, root: Path) -> tuple[float, float]:
     """
     root.mkdir()
     pipeline = OnlinePipeline(root, S, 2 * S)
-    closing = [0.0]
+    spent = {"close": 0.0, "store": 0.0}
 
-    def timed(function: Any) -> Any:
+    def timed(function: Any, part: str) -> Any:
         def timing(*args: Any, **kwargs: Any) -> Any:
             t = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                closing[0] += time.perf_counter() - t
+                spent[part] += time.perf_counter() - t
 
         return timing
 
-    # The module's names, which the close looks up when it runs (so this
-    # times an older sparktrail's close as well).
-    parts = {name: getattr(online, name) for name in CLOSE_PARTS}
-    for name, function in parts.items():
-        setattr(online, name, timed(function))
+    # The store writes a window inside the close (since it writes the CP
+    # rows in the background): those calls, where they exist, are taken
+    # out of the close, so that an older sparktrail's close compares.
+    parts = {(OnlinePipeline, "_close"): "close"}
+    parts |= {
+        (getattr(store, owner), name): "store"
+        for owner, name in STORE_PARTS
+        if hasattr(getattr(store, owner, None), name)
+    }
+    found = {(owner, name): getattr(owner, name) for owner, name in parts}
+    for (owner, name), part in parts.items():
+        setattr(owner, name, timed(found[owner, name], part))
     try:
-        closed, spent, started = 0, 0.0, False
+        closed, polls, started = 0, 0.0, False
         for path in sorted(files.glob("*.arrow")):
             shutil.copy(path, root / path.name)
             t = time.perf_counter()
             now = len(pipeline.poll())
             if started:
-                spent += time.perf_counter() - t
+                polls += time.perf_counter() - t
                 closed += now
             else:
-                closing[0] = 0.0
+                spent["close"] = spent["store"] = 0.0
             started = started or now > 0
         t = time.perf_counter()
         closed += len(pipeline.poll(final=True))
-        spent += time.perf_counter() - t
+        polls += time.perf_counter() - t
     finally:
-        for name, function in parts.items():
-            setattr(online, name, function)
-    return spent / max(1, closed), closing[0] / max(1, closed)
+        for (owner, name), function in found.items():
+            setattr(owner, name, function)
+    n = max(1, closed)
+    return polls / n, (spent["close"] - spent["store"]) / n
 
 
 def _cumulative(stats: pstats.Stats, suffix: str, name: str) -> float:
@@ -138,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=30_000)
     parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument(
+        "--live-seconds",
+        type=int,
+        default=20,
+        help="seconds of trace landed a file at a time for the live figures",
+    )
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         OnlinePipeline(Path(tmp) / "warm", S, 2 * S).poll(final=True)
         root = Path(tmp) / "trace"
         _trace(root, args.rate, args.seconds)
-        live = _live(root, Path(tmp) / "live")
+        live_files = Path(tmp) / "landing"
+        _trace(live_files, args.rate, args.live_seconds)
+        live = _live(live_files, Path(tmp) / "live")
         # Unprofiled first (cProfile slows the many small calls down), then
         # again on a fresh store, profiled.
         t = time.perf_counter()
@@ -165,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(closed)} windows of ~{args.rate:,} rows closed in {wall:.2f} s")
     print(f"(profiled; {wall / n * 1e3:.0f} ms per window)")
     print(f"unprofiled: {unprofiled / max(1, plain) * 1e3:.0f} ms per window")
-    print(f"live, a poll per file: {live[0] * 1e3:.0f} ms per window after the first")
+    print(
+        f"live, a poll per file: {live[0] * 1e3:.0f} ms per window after the first"
+        f" ({args.live_seconds} files)"
+    )
     print(f"live, the close alone: {live[1] * 1e3:.0f} ms per window after the first\n")
     print("| phase | ms per window |")
     print("|---|---:|")
