@@ -4,8 +4,9 @@ Lands ``--files`` trace files of ``--rate`` rows each (one a second of
 trace: ``bench/window_step.py``'s producer, its 20 seconds repeated later
 and later) one at a time, polls after each as ``sparktrail live`` does,
 and prints the median poll over 30 polls at the start, the middle and the
-end, with its parts that scale with the files read: listing the new files
-(``_new_files``) and writing the checkpoint.
+end, with its parts: listing the new files (``_new_files``) and writing
+the checkpoint, which scale with the files read, then reading the new
+files, the window's close (its store writes included) and those writes.
 
     PYTHONPATH=. .venv/bin/python bench/live_growth.py --files 600
 """
@@ -25,7 +26,7 @@ import polars as pl
 
 from bench.window_step import S, _trace
 from sparktrail.engines.online import OnlinePipeline
-from sparktrail.engines.store import WindowStore
+from sparktrail.engines.store import WindowStore, WindowWrite
 from sparktrail.pag import read_trace, write_trace
 
 #: Seconds of trace generated, then repeated later and later.
@@ -55,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     spent: dict[str, float] = collections.defaultdict(float)
     parts = {
         "list new files": (OnlinePipeline, "_new_files"),
+        "read them": (OnlinePipeline, "_consume"),
+        "close (store writes included)": (OnlinePipeline, "_close"),
+        "store: begin a window": (WindowStore, "begin_window"),
+        "store: finish it": (WindowWrite, "finish"),
         "checkpoint writes": (WindowStore, "write_checkpoint"),
     }
     for name, (owner, attribute) in parts.items():
