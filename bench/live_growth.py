@@ -18,13 +18,11 @@ import collections
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from bench.window_step import S, _trace
+from bench.window_step import S, _trace, timed
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, WindowWrite
 from sparktrail.pag import read_trace, write_trace
@@ -33,17 +31,6 @@ from sparktrail.pag import read_trace, write_trace
 ROUND = 20
 #: Polls each median is taken over.
 SPAN = 30
-
-
-def _timing(spent: dict[str, float], name: str, function: Callable[..., Any]) -> Any:
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            spent[name] += time.perf_counter() - t
-
-    return timed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoint writes": (WindowStore, "write_checkpoint"),
     }
     for name, (owner, attribute) in parts.items():
-        setattr(owner, attribute, _timing(spent, name, getattr(owner, attribute)))
+        setattr(owner, attribute, timed(spent, name, getattr(owner, attribute)))
     with tempfile.TemporaryDirectory() as tmp:
         # Warm up first: numba loads its cached kernels on their first call.
         _trace(Path(tmp) / "warm", 3000, 4)

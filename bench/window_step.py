@@ -77,6 +77,19 @@ def _trace(root: Path, rate: int, seconds: int) -> None:
         write_trace(rows, root / f"part-{k:04d}.arrow")
 
 
+def timed(spent: dict[str, float], part: str, function: Any) -> Any:
+    """``function``, adding its wall time to ``spent[part]`` at each call."""
+
+    def timing(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[part] += time.perf_counter() - t
+
+    return timing
+
+
 def _live(files: Path, root: Path) -> tuple[float, float]:
     """Seconds per window closed when the files land one at a time: the
     whole poll, and the window's close alone (``OnlinePipeline._close``
@@ -92,16 +105,6 @@ def _live(files: Path, root: Path) -> tuple[float, float]:
     pipeline = OnlinePipeline(root, S, 2 * S)
     spent = {"close": 0.0, "store": 0.0}
 
-    def timed(function: Any, part: str) -> Any:
-        def timing(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                spent[part] += time.perf_counter() - t
-
-        return timing
-
     # The store writes a window inside the close (since it writes the CP
     # rows in the background): those calls, where they exist, are taken
     # out of the close, so that an older sparktrail's close compares.
@@ -113,7 +116,7 @@ def _live(files: Path, root: Path) -> tuple[float, float]:
     }
     found = {(owner, name): getattr(owner, name) for owner, name in parts}
     for (owner, name), part in parts.items():
-        setattr(owner, name, timed(found[owner, name], part))
+        setattr(owner, name, timed(spent, part, found[owner, name]))
     try:
         closed, polls, started = 0, 0.0, False
         for path in sorted(files.glob("*.arrow")):
