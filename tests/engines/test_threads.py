@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from pathlib import Path
 
 import polars as pl
@@ -119,7 +120,14 @@ def test_a_pool_thread_started_later_is_found_and_one_ended_forgotten() -> None:
     finally:
         stop.set()
         late.join(10)
-    # ... and it is forgotten once it ended
+    # ... and it is forgotten once it ended (gone from /proc: join() returns
+    # while the kernel may still list the exiting thread)
+    assert late.native_id is not None
+    gone = time.monotonic() + 10
+    while (
+        Path(f"/proc/self/task/{late.native_id}").exists() and time.monotonic() < gone
+    ):
+        time.sleep(0.01)
     assert late.native_id not in pool_threads()
 
 
