@@ -754,6 +754,8 @@ class OnlinePipeline(PipelineCounters):
         """Close the window ``[ts, te)`` from ``rows`` and store it (``None``:
         it has no CP rows, or a cycle, which is warned about and counted)."""
         near = touching(rows, ts, te)
+        if near.is_empty():
+            return None
         # The CP on a helper thread (see "Two threads a window"), meanwhile
         # the task facts and the what-if model on this one.
         computing = background(CP_THREAD).submit(self._window_cp, near, ts, te)
@@ -761,12 +763,19 @@ class OnlinePipeline(PipelineCounters):
             facts, replay = _task_model(Trace(near, self._context))
         except BaseException:
             with contextlib.suppress(Exception):
-                computing.result()  # done with the pipeline's state
+                computing.result()  # it reads the pipeline's state: let it end
             raise
-        found = computing.result()
-        if found is None:
+        try:
+            cp, near = computing.result()
+        except CycleError as err:
+            self.failed_windows += 1
+            warnings.warn(
+                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=4
+            )
             return None
-        cp, near = found
+        self._small_windows = len(near) < ONE_CORE_ROWS
+        if cp.is_empty():
+            return None
         stored = to_trace_rows(cp, near)
         # Its CP rows are written while its summaries are computed.
         with self.store.begin_window(ts, stored) as write:
@@ -776,32 +785,28 @@ class OnlinePipeline(PipelineCounters):
 
     def _window_cp(
         self, rows: pl.DataFrame, ts: int, te: int
-    ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-        """The window's CP rows and the trace rows touching it (``None``: no
-        CP rows)."""
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The window's CP rows and the trace rows touching it (``rows``
+        holds them). Run on the helper thread: it reads the pipeline's
+        state and changes none of it.
+
+        Raises
+        ------
+        CycleError
+            If the window's rows hold a cycle.
+        """
         assert self._first is not None and self._last is not None
-        if rows.is_empty():
-            return None
-        try:
-            # Origin ts: only this window is kept (clipped rows may open a
-            # pathless neighbour; its ``windows`` frame says if it has paths).
-            cp, near = batch_cp(
-                rows,
-                te - ts,
-                ts,
-                ts,
-                te,
-                (self._first, self._last),
-                row_column=ROW,
-            )
-        except CycleError as err:
-            self.failed_windows += 1
-            warnings.warn(
-                f"skipped window at {ts}: {err}", TraceFileWarning, stacklevel=5
-            )
-            return None
-        self._small_windows = len(near) < ONE_CORE_ROWS
-        return None if cp.is_empty() else (cp, near)
+        # Origin ts: only this window is kept (clipped rows may open a
+        # pathless neighbour; its ``windows`` frame says if it has paths).
+        return batch_cp(
+            rows,
+            te - ts,
+            ts,
+            ts,
+            te,
+            (self._first, self._last),
+            row_column=ROW,
+        )
 
     def _summaries(
         self,

@@ -292,6 +292,34 @@ def test_the_checkpoint_written_is_the_pipelines_state_after_each_poll(
     assert list(files) == list(resumed.checkpoint()["files"])
 
 
+def test_a_window_with_a_cycle_is_skipped_with_a_warning_and_counted(
+    tmp_path: Path,
+) -> None:
+    # GIVEN three windows of 10 ns, the second holding two messages a -> b
+    # and b -> a at the same time and seq (a cycle of the PAG)
+    rows = [
+        ("a", "a", 0, 10, "processing", 0, 1),
+        ("b", "b", 0, 10, "processing", 0, 1),
+        ("a", "a", 10, 20, "processing", 1, 2),
+        ("b", "b", 10, 20, "processing", 1, 2),
+        ("a", "b", 15, 15, "control", 3, 3),
+        ("b", "a", 15, 15, "control", 3, 3),
+        ("a", "a", 20, 30, "processing", 4, 5),
+        ("b", "b", 20, 30, "processing", 4, 5),
+    ]
+    columns = ["src_worker", "dst_worker", "start_ns", "end_ns", "activity"]
+    frame = pl.DataFrame(rows, schema=[*columns, "src_seq", "dst_seq"], orient="row")
+    land(tmp_path, frame, 0)
+    pipeline = OnlinePipeline(tmp_path, 10, 5)
+    # WHEN the pipeline closes them
+    with pytest.warns(TraceFileWarning, match="skipped window at 10: .*cycle"):
+        closed = pipeline.poll(final=True)
+    # THEN the other two are closed, and the skipped one counted
+    assert [w.start_ns for w in closed] == [0, 20]
+    assert pipeline.failed_windows == 1
+    assert OnlinePipeline(tmp_path, 10, 5).failed_windows == 1  # checkpointed
+
+
 def test_hidden_files_and_the_store_are_not_read(
     tmp_path: Path, trace: pl.DataFrame
 ) -> None:
