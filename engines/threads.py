@@ -59,6 +59,7 @@ _PROCESS_CORES: set[int] | None = (
 )
 #: (pid, {thread id: name}) of the threads seen; a forked child looks again.
 _seen: tuple[int, dict[int, str]] | None = None
+_seen_lock = threading.Lock()
 
 
 def pool_threads() -> list[int]:
@@ -79,17 +80,21 @@ def pool_threads() -> list[int]:
         tids = {int(tid) for tid in os.listdir(_TASKS)}
     except OSError:  # no /proc
         return []
-    if _seen is None or _seen[0] != os.getpid():
-        _seen = (os.getpid(), {})
-    names = _seen[1]
-    for gone in names.keys() - tids:
-        del names[gone]
-    for tid in tids - names.keys():
-        try:
-            names[tid] = (_TASKS / str(tid) / "comm").read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-    return [tid for tid, name in names.items() if name.startswith(POOL_THREAD_NAMES)]
+    with _seen_lock:  # pipelines may poll from several threads
+        if _seen is None or _seen[0] != os.getpid():
+            _seen = (os.getpid(), {})
+        names = _seen[1]
+        for gone in names.keys() - tids:
+            del names[gone]
+        for tid in tids - names.keys():
+            try:
+                names[tid] = (_TASKS / str(tid) / "comm").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+        pool = [
+            tid for tid, name in names.items() if name.startswith(POOL_THREAD_NAMES)
+        ]
+    return pool
 
 
 @contextlib.contextmanager
