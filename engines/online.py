@@ -132,13 +132,12 @@ from sparktrail.pag.trace import (
     read_trace,
     trace_file_names,
 )
-from sparktrail.pag.window_rows import batch_cp
+from sparktrail.pag.window_rows import cp_of_touching, touching_rows
 from sparktrail.pag.windows import (
     first_event,
     last_event,
     listed_windows,
     to_trace_rows,
-    touching,
 )
 from sparktrail.summaries import task_facts
 from sparktrail.summaries.finish import summaries_from_cp
@@ -753,7 +752,7 @@ class OnlinePipeline(PipelineCounters):
     def _close(self, rows: pl.DataFrame, ts: int, te: int) -> ClosedWindow | None:
         """Close the window ``[ts, te)`` from ``rows`` and store it (``None``:
         it has no CP rows, or a cycle, which is warned about and counted)."""
-        near = touching(rows, ts, te)
+        near = touching_rows(rows, ts, te, row_column=ROW)
         if near.is_empty():
             return None
         # The CP on a helper thread (see "Two threads a window"), meanwhile
@@ -766,7 +765,7 @@ class OnlinePipeline(PipelineCounters):
                 computing.result()  # it reads the pipeline's state: let it end
             raise
         try:
-            cp, near = computing.result()
+            cp = computing.result()
         except CycleError as err:
             self.failed_windows += 1
             warnings.warn(
@@ -783,12 +782,10 @@ class OnlinePipeline(PipelineCounters):
             write.finish(summaries)
         return ClosedWindow(start_ns=ts, end_ns=te, cp=stored, summaries=summaries)
 
-    def _window_cp(
-        self, rows: pl.DataFrame, ts: int, te: int
-    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The window's CP rows and the trace rows touching it (``rows``
-        holds them). Run on the helper thread: it reads the pipeline's
-        state and changes none of it.
+    def _window_cp(self, near: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+        """The window's CP rows from the trace rows touching it
+        (:func:`~sparktrail.pag.window_rows.touching_rows`). Run on the
+        helper thread: it reads the pipeline's state and changes none of it.
 
         Raises
         ------
@@ -798,15 +795,8 @@ class OnlinePipeline(PipelineCounters):
         assert self._first is not None and self._last is not None
         # Origin ts: only this window is kept (clipped rows may open a
         # pathless neighbour; its ``windows`` frame says if it has paths).
-        return batch_cp(
-            rows,
-            te - ts,
-            ts,
-            ts,
-            te,
-            (self._first, self._last),
-            row_column=ROW,
-        )
+        cp, _ = cp_of_touching(near, te - ts, ts, ts, te, (self._first, self._last))
+        return cp
 
     def _summaries(
         self,

@@ -29,7 +29,7 @@ from .trace import Trace
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
 # The windowing rules themselves are in .windows.
-__all__ = ["batch_cp", "trace_extent"]
+__all__ = ["batch_cp", "cp_of_touching", "touching_rows", "trace_extent"]
 
 
 def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
@@ -101,15 +101,49 @@ def batch_cp(
     >>> rows["trace_row"].to_list()
     [0, 1]
     """
+    rows = touching_rows(trace, ts, te, row_column=row_column)
+    return cp_of_touching(rows, window_ns, origin_ns, ts, te, extent_ns)
+
+
+def touching_rows(
+    trace: pl.DataFrame, ts: int, te: int, *, row_column: str | None = None
+) -> pl.DataFrame:
+    """The rows of ``trace`` touching a window in ``[ts, te)``, unclipped,
+    with their row in the whole trace as ``trace_row`` (the first step of
+    :func:`batch_cp`; ``row_column`` as there).
+
+    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "a"],
+    ...     "start_ns": [0, 6], "end_ns": [6, 8]})
+    >>> touching_rows(t, 6, 8)["trace_row"].to_list()
+    [1]
+    """
     numbered = (
         trace.lazy().with_row_index(TRACE_ROW)
         if row_column is None
         else trace.lazy().with_columns(pl.col(row_column).alias(TRACE_ROW))
     )
-    rows = collect(
+    return collect(
         numbered.filter(touches(ts, te)).with_columns(pl.col(TRACE_ROW).cast(pl.Int64)),
         len(trace),
     )
+
+
+def cp_of_touching(
+    rows: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int,
+    ts: int,
+    te: int,
+    extent_ns: tuple[int, int],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`batch_cp` of the rows :func:`touching_rows` gave (its second
+    step: for a caller that needs those rows before the CP).
+
+    Raises
+    ------
+    CycleError
+        As :func:`batch_cp`.
+    """
     clipped = clip(rows.drop(TRACE_ROW), ts, te)
     try:
         # Pathless windows are the caller's to report, once for all
