@@ -503,9 +503,13 @@ class OnlinePipeline(PipelineCounters):
 
     def checkpoint(self) -> dict[str, Any]:
         """The state a restart needs, as JSON-ready data."""
+        files = {name: vars(e) for name, e in self._files.items()}
+        return self._checkpoint_head() | {"files": files}
+
+    def _checkpoint_head(self) -> dict[str, Any]:
+        """The checkpoint but its files."""
         return self._checkpoint_fields(CHECKPOINT_VERSION) | {
-            "closing_until_ns": self._closing_until,
-            "files": {name: vars(e) for name, e in self._files.items()},
+            "closing_until_ns": self._closing_until
         }
 
     def _checkpoint_json(self) -> str:
@@ -519,10 +523,7 @@ class OnlinePipeline(PipelineCounters):
         read again gets a new entry, which is encoded anew), so its text is
         kept.
         """
-        head = json.dumps(
-            self._checkpoint_fields(CHECKPOINT_VERSION)
-            | {"closing_until_ns": self._closing_until}
-        )
+        head = json.dumps(self._checkpoint_head())
         encoded = self._encoded_files
         files = []
         for name, entry in self._files.items():
