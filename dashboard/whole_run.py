@@ -22,7 +22,7 @@ import functools
 
 import polars as pl
 
-from sparktrail.summaries import Summaries
+from sparktrail.summaries import Summaries, n_path_windows
 
 from .report import most_critical_window
 from .snapshots import Snapshot, WindowFrames, WindowView, utc
@@ -70,7 +70,7 @@ def whole_run_frames(
     parts = [v.summaries for v in views]
     windows = _stack([p.windows for p in parts]).unique("window_start_ns")
     windows = windows.sort("window_start_ns") if len(windows) else windows
-    n = max(1, int(windows["has_paths"].sum())) if len(windows) else 1
+    n = n_path_windows(windows) if len(windows) else 1
     straggler = _mean(
         _stack([p.straggler for p in parts]),
         ["worker"],

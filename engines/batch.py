@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -14,7 +15,12 @@ from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
-from sparktrail.pag.windows import coarse_range, to_trace_rows
+from sparktrail.pag.windows import (
+    MIN_STRETCH,
+    coarse_range,
+    plain_stretches,
+    to_trace_rows,
+)
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions, Summaries
@@ -22,6 +28,7 @@ from sparktrail.summaries.result import HintOptions, Summaries
 __all__ = [
     "BATCH_ROWS",
     "MICRO_BATCHES",
+    "Batch",
     "Progress",
     "batch_candidates",
     "micro_batch_bounds",
@@ -29,6 +36,7 @@ __all__ = [
     "summarize_micro_batches",
     "trigger_times",
     "window_batches",
+    "without_stretches",
 ]
 
 #: Trace rows starting in one batch of windows.
@@ -52,6 +60,7 @@ def summarize(
     *,
     batch_rows: int = BATCH_ROWS,
     progress: Progress | None = None,
+    min_stretch: int = MIN_STRETCH,
 ) -> Summaries:
     """Compute every summary and rebalancing hint of a trace.
 
@@ -78,6 +87,11 @@ def summarize(
         Trace rows (counted in the window they start in) per batch (> 0).
     progress
         Called as ``progress(done, batches)`` after each batch.
+    min_stretch
+        Runs of at least this many windows that hold no event of any row
+        are one window each, weighed by their length
+        (:func:`~sparktrail.pag.windows.plain_stretches`), so that the
+        cost follows the rows, not the time span (DESIGN §10).
 
     Returns
     -------
@@ -113,29 +127,34 @@ def summarize(
     frame = valid.frame
     if origin is None:
         origin = trace_origin(frame, window)
-    batches = window_batches(frame, window, origin, batch_rows)
-    if batches:
+    runs = window_batches(frame, window, origin, batch_rows)
+    if runs:
         extent = trace_extent(frame)
+    batches = without_stretches(
+        runs, plain_stretches(frame, window, origin, min_stretch), window, origin
+    )
     if len(batches) > 1:  # one batch reads the whole trace: nothing to bucket
         rows_of = batch_candidates(frame, window, origin, batches)
     parts = []
-    for done, (ts, te) in enumerate(batches, 1):
+    for done, (ts, te, span) in enumerate(batches, 1):
+        # A stretch is one window as long as it (plain_stretches).
+        length, start = (te - ts, ts) if span else (window, origin)
         if len(batches) == 1:
-            cp, rows = batch_cp(frame, window, origin, ts, te, extent)
+            cp, rows = batch_cp(frame, length, start, ts, te, extent)
         else:
             # Only the batch's candidate rows are filtered: a scan of the
             # whole trace per batch would make the run quadratic in rows.
             mine = rows_of(done - 1)
             candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
             cp, rows = batch_cp(
-                candidates, window, origin, ts, te, extent, row_column=_ROW
+                candidates, length, start, ts, te, extent, row_column=_ROW
             )
             del candidates
             cp = cp.drop(_ROW, strict=False)
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
         del rows
-        parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
+        parts.append(Partials.of(cp.drop("start_ns", "end_ns"), span or 1))
         del cp
         if progress is not None:
             progress(done, len(batches))
@@ -182,11 +201,58 @@ def window_batches(
     ]
 
 
+class Batch(NamedTuple):
+    """Windows ``[ts, te)`` computed together; ``span`` > 0: they are a
+    stretch of that many plain windows, computed as one window
+    (:func:`~sparktrail.pag.windows.plain_stretches`)."""
+
+    ts: int
+    te: int
+    span: int = 0
+
+
+def without_stretches(
+    batches: list[tuple[int, int]],
+    stretches: list[tuple[int, int]],
+    window_ns: int,
+    origin_ns: int,
+) -> list[Batch]:
+    """``batches`` cut around ``stretches``, each stretch a batch of its own.
+
+    The result covers the same windows, in order; the part of a stretch
+    that lies in one batch is a :class:`Batch` with its ``span``.
+
+    >>> for batch in without_stretches([(0, 100)], [(2, 5)], 10, 0):
+    ...     print(batch)
+    Batch(ts=0, te=20, span=0)
+    Batch(ts=20, te=60, span=4)
+    Batch(ts=60, te=100, span=0)
+    """
+    bounds = [
+        (origin_ns + a * window_ns, origin_ns + (b + 1) * window_ns)
+        for a, b in stretches
+    ]
+    cut: list[Batch] = []
+    for ts, te in batches:
+        at = ts
+        for a, b in bounds:
+            if b <= at or a >= te:
+                continue
+            a, b = max(a, at), min(b, te)
+            if a > at:
+                cut.append(Batch(at, a))
+            cut.append(Batch(a, b, (b - a) // window_ns))
+            at = b
+        if at < te:
+            cut.append(Batch(at, te))
+    return cut
+
+
 def batch_candidates(
     trace: pl.DataFrame,
     window_ns: int,
     origin_ns: int,
-    batches: list[tuple[int, int]],
+    batches: Sequence[tuple[int, ...]],
 ) -> Callable[[int], np.ndarray]:
     """The rows each of ``batches`` may need, found in one pass over the trace.
 
@@ -221,7 +287,7 @@ def batch_candidates(
     ([0, 1], [1, 2, 3])
     """
     lo, hi = coarse_range(window_ns, origin_ns)
-    firsts = np.array([(ts - origin_ns) // window_ns for ts, _ in batches])
+    firsts = np.array([(b[0] - origin_ns) // window_ns for b in batches])
     first_batch = np.empty(trace.height, dtype=np.int32)
     spans: list[np.ndarray] = []
     # In slices: the window indices of 10^8 rows would take 1.6 GB at once.

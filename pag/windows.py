@@ -10,7 +10,10 @@ engine (batch, online, Spark) and the report call them:
   counting rows per window and for the Spark engine's explode;
 * :func:`clip`: a row cut to one window;
 * :func:`to_trace_rows`: a CP row's ``edge_index`` mapped back to the row
-  of the trace it came from.
+  of the trace it came from;
+* :func:`plain_stretches`: runs of windows that hold no event of any row,
+  whose CP is one window's (DESIGN §10: a profile's cost follows the rows,
+  not the time span).
 
 The numba fast path of :mod:`~sparktrail.pag.snapshot` (``_window_ranges``,
 ``_listed_windows`` and ``_cut``, which build every window of a trace at
@@ -58,6 +61,7 @@ __all__ = [
     "last_event",
     "listed_windows",
     "pieces",
+    "plain_stretches",
     "range_coverage",
     "range_members",
     "to_trace_rows",
@@ -327,6 +331,58 @@ def range_members(
     within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
     members: np.ndarray[Any, Any] = np.repeat(first, counts) + within
     return members
+
+
+#: Runs of fewer plain windows are built one by one (the cost is bounded
+#: by this many windows per pair of neighbouring events either way, and
+#: short runs keep their per-window detail on the charts).
+MIN_STRETCH = 64
+
+
+def plain_stretches(
+    trace: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int = 0,
+    min_windows: int = MIN_STRETCH,
+) -> list[tuple[int, int]]:
+    """Runs of at least ``min_windows`` windows that hold no row's event.
+
+    A window whose closed span ``[ts, te]`` holds no row's start or end
+    time is *plain*: every row in it is an interval over the whole window,
+    each clipped to ``[ts, te]``, so every non-waiting one is a path of
+    its own and the CP of each is ``1 / N`` (DESIGN §4). Consecutive plain
+    windows therefore have the same PAG, and a run of them has the CP of
+    one window as long as the run (the batch engine computes it so, and
+    weighs it by the windows it stands for). Found from the sorted event
+    times alone: O(rows log rows), whatever the span.
+
+    Returns
+    -------
+    list of (first, last)
+        Window indices (``k`` of ``[origin + k W, origin + (k + 1) W)``),
+        both included, ``last - first + 1 >= min_windows``, in order.
+
+    Examples
+    --------
+    One driver row over 100 windows, tasks at either end:
+
+    >>> t = pl.DataFrame({"start_ns": [0, 0, 995], "end_ns": [5, 1000, 1000]})
+    >>> plain_stretches(t, 10, 0, min_windows=4)
+    [(1, 98)]
+    """
+    _check(window_ns)
+    if trace.is_empty():
+        return []
+    times = np.unique(
+        np.concatenate([trace["start_ns"].to_numpy(), trace["end_ns"].to_numpy()])
+    )
+    before, after = times[:-1] - origin_ns, times[1:] - origin_ns
+    # The first window starting after one event, and the last ending before
+    # the next (module docstring: a window is [ts, te], both ends in it).
+    first = np.maximum(before // window_ns + 1, 0)
+    last = (after - 1) // window_ns - 1
+    long = np.flatnonzero(last - first + 1 >= min_windows)
+    return [(int(first[i]), int(last[i])) for i in long]
 
 
 def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:

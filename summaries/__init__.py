@@ -11,7 +11,7 @@ Whole-run numbers are sums of per-window CP divided by the number of
 windows that have a path, so shares sum to 1 over a run with paths.
 """
 
-from ._table import enrich, executor_of, task_facts
+from ._table import enrich, executor_of, n_path_windows, task_facts
 from .activity import activity_summary
 from .communication import SHUFFLE_NOTE, communication_summary, shuffle_sources
 from .finish import summaries_from_cp, summaries_from_partials, warn_pathless
@@ -35,6 +35,7 @@ __all__ = [
     "enrich",
     "executor_of",
     "executor_summary",
+    "n_path_windows",
     "operator_summary",
     "rebalancing_hints",
     "shuffle_sources",

@@ -24,9 +24,12 @@ from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
 
+from .frames import SPAN
+
 __all__ = [
     "DRIVER",
     "EXECUTOR_PATTERN",
+    "SPAN",
     "WINDOW",
     "Frame",
     "charge",
@@ -37,6 +40,7 @@ __all__ = [
     "path_windows",
     "task_facts",
     "whole_run",
+    "window_span",
     "with_paths",
 ]
 
@@ -195,12 +199,23 @@ def path_windows(cp: Frame) -> Frame:
     )
 
 
-def n_path_windows(windows: pl.DataFrame) -> int:
-    """How many of ``windows`` (:func:`path_windows`) have a path (at least 1).
+def window_span(windows: pl.DataFrame | pl.LazyFrame) -> pl.Expr:
+    """Each window's :data:`SPAN` (1 in a frame saved without it)."""
+    names = windows.collect_schema().names()
+    return pl.col(SPAN) if SPAN in names else pl.lit(1, pl.Int64)
 
-    At least 1, to divide by.
+
+def n_path_windows(windows: pl.DataFrame) -> int:
+    """How many windows of the run ``windows`` (:func:`path_windows`) with a
+    path stand for (at least 1, to divide by): a merged stretch counts as
+    the windows it merged.
+
+    >>> n_path_windows(pl.DataFrame({"has_paths": [True, False, True],
+    ...     "span": [1, 1, 40]}))
+    41
     """
-    return max(1, int(windows["has_paths"].sum()))
+    span = window_span(windows)
+    return max(1, int(windows.select(span.filter("has_paths").sum()).item()))
 
 
 def with_paths(per_window: Frame, windows: Frame) -> Frame:
@@ -210,16 +225,32 @@ def with_paths(per_window: Frame, windows: Frame) -> Frame:
 
 
 def whole_run(
-    per_window: Frame, keys: list[str], shares: list[str], n_windows: int
+    per_window: Frame,
+    keys: list[str],
+    shares: list[str],
+    windows: pl.DataFrame,
+    counts: tuple[str, ...] = (),
 ) -> Frame:
-    """Sum ``per_window`` over windows; ``shares`` are divided by ``n_windows``.
+    """Sum ``per_window`` over ``windows``; ``shares`` are a mean over the
+    windows with a path (:func:`n_path_windows`).
 
-    Every other non-key column except the window bounds is summed.
+    A row of a window that stands for several (its :data:`SPAN`) counts
+    that many times in ``shares`` and ``counts`` (per-window numbers);
+    every other non-key column except the window bounds is summed as it
+    is (a total over the window's time, such as ``cp_ns``).
     """
-    skipped = {*keys, *shares, *WINDOW}
+    n_windows = n_path_windows(windows)
+    skipped = {*keys, *shares, *counts, *WINDOW}
     summed = [c for c in per_window.collect_schema().names() if c not in skipped]
-    return per_window.group_by(keys).agg(
-        *[(pl.col(c).sum() / n_windows).alias(c) for c in shares],
+    spans = windows.select("window_start_ns", window_span(windows).alias(SPAN))
+    weighted = per_window.join(
+        spans.lazy() if isinstance(per_window, pl.LazyFrame) else spans,
+        on="window_start_ns",
+        how="left",
+    ).with_columns(pl.col(SPAN).fill_null(1))
+    return weighted.group_by(keys).agg(
+        *[((pl.col(c) * pl.col(SPAN)).sum() / n_windows).alias(c) for c in shares],
+        *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
         *[pl.col(c).sum() for c in summed],
     )
 

@@ -15,7 +15,6 @@ from sparktrail.pag.query_engine import collect
 from ._table import (
     WINDOW,
     Frame,
-    n_path_windows,
     path_windows,
     whole_run,
     with_paths,
@@ -83,9 +82,7 @@ def activity_from_partial(
     # One query, collected at the end (each eager step would be one).
     per_window = with_paths(partial.lazy(), windows.lazy())
     everything = partial.lazy().group_by("activity").agg(pl.col("time_ns").sum())
-    run = whole_run(
-        per_window.drop("time_ns"), ["activity"], ["cp_share"], n_path_windows(windows)
-    )
+    run = whole_run(per_window.drop("time_ns"), ["activity"], ["cp_share"], windows)
     query = (
         everything.join(run, on="activity", how="left")
         .select(

@@ -26,7 +26,6 @@ from ._table import (
     Frame,
     executor_of,
     executor_of_column,
-    n_path_windows,
     path_windows,
     whole_run,
 )
@@ -323,7 +322,7 @@ def communication_from_partial(
         pl.col("edges").sum(),
     )
     if not by_window:
-        per = whole_run(per, keys, ["cp_share"], n_path_windows(windows))
+        per = whole_run(per, keys, ["cp_share"], windows)
     message = pl.lit("CP of ") + pl.col("kind") + pl.lit(" messages")
     note = pl.when(pl.col("kind") == "shuffle").then(pl.lit(SHUFFLE_NOTE))
     window = WINDOW if by_window else []

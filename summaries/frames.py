@@ -79,6 +79,9 @@ FAIR_SHARE = "fair_share"
 RATIO = "ratio"
 HAS_PATHS = "has_paths"
 CP_TOTAL = "cp_total"
+#: How many windows of the run a row of the windows frame stands for: 1, or
+#: a merged stretch's length (:func:`~sparktrail.pag.windows.plain_stretches`).
+SPAN = "span"
 
 _WINDOW: Schema = {WINDOW_START_NS: pl.Int64(), WINDOW_END_NS: pl.Int64()}
 
@@ -167,6 +170,7 @@ WINDOWS: Schema = {
     HAS_PATHS: pl.Boolean(),
     "active_workers": pl.Int64(),
     "active_executors": pl.Int64(),
+    SPAN: pl.Int64(),
 }
 
 #: One row per stage, like the Spark UI's stage table, with its CP share

@@ -26,7 +26,6 @@ from sparktrail.pag.trace import Trace
 from ._table import (
     WINDOW,
     Frame,
-    n_path_windows,
     path_windows,
     task_facts,
     whole_run,
@@ -183,11 +182,10 @@ def _operator_query(
     by_window: bool,
     by_stage: bool,
 ) -> pl.LazyFrame:
-    n_windows = n_path_windows(windows)
     per = with_paths(partial.lazy(), windows.lazy())
     if not by_window:
         everything = partial.lazy().group_by(_KEYS).agg(pl.col("time_ns").sum())
-        run = whole_run(per.drop("time_ns"), _KEYS, ["cp_share"], n_windows)
+        run = whole_run(per.drop("time_ns"), _KEYS, ["cp_share"], windows)
         per = everything.join(run, on=_KEYS, how="left", nulls_equal=True)
         per = per.with_columns(pl.col("cp_share", "cp_ns").fill_null(0.0))
     window = ["window_start_ns", "window_end_ns"] if by_window else []

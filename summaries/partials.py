@@ -24,7 +24,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect_all
 
-from ._table import WINDOW, Frame, charge, path_windows
+from ._table import SPAN, WINDOW, Frame, charge, path_windows
 from .activity import activity_partial
 from .communication import channel_partial_of_sums
 from .operator import operator_partial
@@ -77,7 +77,9 @@ def window_stats_from(totals: Frame, workers: Frame) -> Frame:
     )
     return (
         totals.with_columns(
-            pl.col("edges").cast(pl.Int64), (pl.col("cp_total") > 0).alias("has_paths")
+            pl.col("edges").cast(pl.Int64),
+            (pl.col("cp_total") > 0).alias("has_paths"),
+            pl.lit(1, pl.Int64).alias(SPAN),
         )
         .join(active, on="window_start_ns", how="left")
         .with_columns(
@@ -189,14 +191,21 @@ class Partials:
     driver: pl.DataFrame
 
     @classmethod
-    def of(cls, cp: pl.DataFrame) -> Partials:
+    def of(cls, cp: pl.DataFrame, span: int = 1) -> Partials:
         """The partials of a CP table (enriched or not) of whole windows.
+
+        ``span`` > 1: ``cp`` is one window that stands for ``span`` windows
+        of equal CP (a merged stretch, :func:`~sparktrail.pag.windows.plain_stretches`);
+        the sums over windows (tasks, stages, driver rows) count it that
+        many times, and the windows frame says so in its ``span``.
 
         >>> from sparktrail.pag import critical_participation
         >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
         ...     "start_ns": [0], "end_ns": [8], "activity": ["processing"],
         ...     "task_id": [7]})
         >>> Partials.of(critical_participation(t, 4)).tasks.rows()
+        [(7, 2.0, 2)]
+        >>> Partials.of(critical_participation(t, 8), span=2).tasks.rows()
         [(7, 2.0, 2)]
         """
         cp = charge(cp)
@@ -222,6 +231,8 @@ class Partials:
             zip(queries, collect_all(list(queries.values()), len(fine)), strict=True)
         )
         done |= {"tasks": tasks, "driver": driver}
+        if span != 1:
+            done = _spanned(done, span)
         return cls(**{name: _own_strings(frame) for name, frame in done.items()})
 
     @classmethod
@@ -282,3 +293,18 @@ def _task_partial(cp: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("window_start_ns").n_unique().cast(pl.Int64).alias("windows"),
         )
     )
+
+
+def _spanned(partials: dict[str, pl.DataFrame], span: int) -> dict[str, pl.DataFrame]:
+    """Partials of one window made those of ``span`` equal windows: what is
+    summed over windows counts ``span`` times; per-window rows stay as
+    they are, their window's ``span`` weighs them in whole-run sums."""
+    times = pl.lit(span, pl.Int64)
+    return partials | {
+        "windows": partials["windows"].with_columns(times.alias(SPAN)),
+        "tasks": partials["tasks"].with_columns(
+            pl.col("cp") * span, (pl.col("windows") * times).cast(pl.Int64)
+        ),
+        "stages": partials["stages"].with_columns(pl.col("cp") * span),
+        "driver": partials["driver"].with_columns(pl.col("cp") * span),
+    }

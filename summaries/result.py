@@ -41,6 +41,7 @@ from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from .bundle import read_bundle, write_bundle
 from .frames import (
     OPTIONAL_FRAMES,
+    SPAN,
     SUMMARY_FRAMES,
     SUMMARY_SCHEMAS,
     check_summary_frames,
@@ -82,6 +83,9 @@ class HintOptions:
     30
     """
 
+    #: A hint that saves less wall time than this (seconds) is ``info``,
+    #: whatever its share of the run.
+    min_saving_s: float = 1.0
     #: straggler_executor: CP >= factor x fair share, or tasks this many
     #: times slower than the same stages' tasks elsewhere; and >= min share.
     straggler_factor: float = 2.0
@@ -312,6 +316,10 @@ class Summaries:
             frames, where, window_of = _bundle_frames(bundle)
         else:
             frames, where, window_of = _parquet_frames(root)
+        if SPAN not in frames["windows"].columns:  # an older sparktrail's
+            frames["windows"] = frames["windows"].with_columns(
+                pl.lit(1, pl.Int64).alias(SPAN)
+            )
         check_summary_frames(frames, where)
         if window_ns is None or origin_ns is None:
             saved = window_of(frames["windows"])

@@ -21,7 +21,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from ._table import WINDOW, Frame, n_path_windows, path_windows, whole_run
+from ._table import WINDOW, Frame, path_windows, whole_run
 
 __all__ = [
     "executor_from_partial",
@@ -121,7 +121,8 @@ def straggler_from_partial(
         per.drop("active", "executor"),
         ["worker"],
         ["cp_share", "fair_share"],
-        n_path_windows(windows),
+        windows,
+        counts=("windows_active",),
     )
     names = per.group_by("worker").agg(pl.col("executor").first())
     run = run.join(names, on="worker")
@@ -176,12 +177,7 @@ def executor_from_partial(
     if by_window:
         by = collect(_finish(grouped, "executor_id"), len(partial))
         return by.sort("window_start_ns")
-    run = whole_run(
-        grouped.drop("slots"),
-        keys,
-        ["cp_share", "fair_share"],
-        n_path_windows(windows),
-    )
+    run = whole_run(grouped.drop("slots"), keys, ["cp_share", "fair_share"], windows)
     slots = per.group_by(keys).agg(pl.col("worker").n_unique().alias("slots"))
     run = run.join(slots, on=keys, nulls_equal=True)
     columns = [*keys, "slots", "cp_share", "cp_ns", "busy_ns", "fair_share"]

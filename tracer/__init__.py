@@ -24,15 +24,18 @@ from sparktrail.pag.trace import Trace, validate_trace, write_trace
 
 from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
 from .fields import MS, EventError
+from .outliers import SetAsideWarning, TimeCensus
 from .spark_model import ImportStats, SparkModel
 
 __all__ = [
     "EventLogError",
     "EventLogWarning",
     "ImportStats",
+    "SetAsideWarning",
     "follow_eventlog",
     "import_eventlog",
     "import_trace",
+    "time_census",
     "trace_name",
 ]
 
@@ -73,15 +76,22 @@ def _fill_stats(stats: ImportStats, model: SparkModel, reader: EventLogReader) -
     stats.skipped_lines = reader.skipped_lines
 
 
-def _feed(model: SparkModel, reader: EventLogReader) -> None:
+def _feed(
+    model: SparkModel, reader: EventLogReader, census: TimeCensus | None = None
+) -> None:
     """Feed the reader's new events to the model, one bad event at a time.
 
     An event the model refuses (:class:`EventError`: a field of the wrong
     type or out of range) is skipped with a warning naming its file and
     line; so is one the model fails on, as an internal error, so that one
-    odd line never stops an import.
+    odd line never stops an import. With a ``census``, each event's
+    implausible times are set aside first (:mod:`.outliers`).
     """
-    for event in reader.events():
+    for raw in reader.events():
+        event = raw if census is None else census.sanitize(raw, reader.where())
+        if event is None:
+            reader.reject("a task event whose launch and finish are both implausible")
+            continue
         try:
             model.feed(event)
         except EventError as err:
@@ -103,6 +113,28 @@ def _warn_stream_gaps(path: str | os.PathLike[str], model: SparkModel) -> None:
             EventLogWarning,
             stacklevel=3,
         )
+
+
+def time_census(path: str | os.PathLike[str]) -> TimeCensus:
+    """The times of every event of a log (a first pass over it), closed.
+
+    Its lines' problems are reported by the second pass, which feeds the
+    model, so this one reads them silently.
+    """
+    census = TimeCensus()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EventLogWarning)
+        for event in EventLogReader(path).events():
+            census.add(event)
+    census.close()
+    return census
+
+
+def _warn_set_aside(path: str | os.PathLike[str], census: TimeCensus) -> None:
+    """One warning per log naming the times set aside (:mod:`.outliers`)."""
+    message = census.warning(str(path))
+    if message is not None:
+        warnings.warn(message, SetAsideWarning, stacklevel=3)
 
 
 def _nothing_read(path: str | os.PathLike[str], reader: EventLogReader) -> None:
@@ -179,12 +211,14 @@ def import_trace(
     file. Parameters, errors and warnings are those of
     :func:`import_eventlog`.
     """
+    census = time_census(path)
     reader = EventLogReader(path)
     model = SparkModel()
     with _progress(reader, progress):
-        _feed(model, reader)
+        _feed(model, reader, census)
     _nothing_read(path, reader)
     _warn_stream_gaps(path, model)
+    _warn_set_aside(path, census)
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
         _fill_stats(stats, model, reader)

@@ -691,6 +691,12 @@ class EventLogReader:
         self._last = (path, lineno)
         return event
 
+    def where(self) -> str:
+        """``file:line`` of the event :meth:`events` yielded last."""
+        if self._last is None:
+            raise RuntimeError("where() called before any event was read")
+        return f"{self._last[0]}:{self._last[1]}"
+
     def reject(self, why: str) -> None:
         """Report the event :meth:`events` yielded last as skipped.
 

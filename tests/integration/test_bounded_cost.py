@@ -1,0 +1,140 @@
+"""Every log profiles in bounded time and memory (issue 25, DESIGN §10).
+
+Each log of ``eventlogs/public`` and ``eventlogs/hostile`` (two public logs
+with events 2.5 years after the rest, which took the machine down), and a
+fuzzed set of timestamp outliers written from the shared Spark 2.3 log, is
+profiled by ``sparktrail profile`` in a child process; the test reads the
+child's own peak RSS (``os.wait4``) and wall time. Budget: 60 s and 1 GiB
+each (a child's interpreter with polars, numba and plotly is ~0.4 GB).
+Each outlier must be named in a warning with its line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bench.public_hints import event_logs
+from sparktrail.summaries import Summaries
+from tests.paths import EVENTLOGS, SHARED_LOG
+
+pytestmark = pytest.mark.integration
+
+BUDGET_S = 60.0
+BUDGET_BYTES = 1 << 30
+PUBLIC = EVENTLOGS / "public"
+HOSTILE = EVENTLOGS / "hostile"
+LOGS = event_logs(PUBLIC) + event_logs(HOSTILE)
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    seconds: float
+    peak_bytes: int
+    stderr: str
+
+
+def profile_in_child(log: Path, out: Path) -> Run:
+    """``sparktrail profile LOG`` in a child, with its peak RSS and time."""
+    began = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparktrail", "profile", str(log), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # wait4 reports this child's own rusage (RUSAGE_CHILDREN would keep the
+    # largest child of the whole test session).
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - began
+    return Run(child.returncode, seconds, usage.ru_maxrss * 1024, stderr)
+
+
+def _within_budget(run: Run, what: str) -> None:
+    assert run.code == 0, f"{what}: exit {run.code}: {run.stderr[-2000:]}"
+    assert run.seconds < BUDGET_S, f"{what}: {run.seconds:.1f} s"
+    assert run.peak_bytes < BUDGET_BYTES, f"{what}: {run.peak_bytes / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(EVENTLOGS)) for p in LOGS])
+def test_every_log_profiles_within_budget(log: Path, tmp_path: Path) -> None:
+    run = profile_in_child(log, tmp_path / "out")
+    _within_budget(run, str(log))
+    if log.parent == HOSTILE:  # its outliers are named, with their lines
+        assert "implausible timestamp(s) set aside" in run.stderr
+        assert "2.5 years after the application's other events" in run.stderr
+
+
+def _shifted(field: str, event: str, value: int | None = None, by_ms: int = 0):
+    """A mutation: ``field`` of the first ``event`` set to ``value`` or
+    moved by ``by_ms``."""
+
+    def mutate(lines: list[dict]) -> int:
+        for number, line in enumerate(lines, 1):
+            if line.get("Event") != event:
+                continue
+            holder = line.get("Task Info") if field in ("Finish Time",) else line
+            holder[field] = value if value is not None else holder[field] + by_ms
+            return number
+        raise AssertionError(f"no {event} in the log")
+
+    return mutate
+
+
+HOUR = 3_600_000
+DAY = 24 * HOUR
+#: Each outlier: what is changed, and the words its warning must hold.
+OUTLIERS = {
+    "end 1 h later": (
+        _shifted("Timestamp", "SparkListenerApplicationEnd", by_ms=HOUR + 60_000),
+        "hours after",
+    ),
+    "end 1 day later": (
+        _shifted("Timestamp", "SparkListenerApplicationEnd", by_ms=DAY),
+        "days after",
+    ),
+    "end 10 years later": (
+        _shifted("Timestamp", "SparkListenerApplicationEnd", by_ms=3652 * DAY),
+        "years after",
+    ),
+    "a finish in ns, not ms": (
+        _shifted("Finish Time", "SparkListenerTaskEnd", value=1532512560000 * 10**6),
+        "years after",
+    ),
+    "start at 0": (_shifted("Timestamp", "SparkListenerApplicationStart", 0), "= 0"),
+    "a job submitted at a negative time": (
+        _shifted("Submission Time", "SparkListenerJobStart", -5),
+        "= -5",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTLIERS))
+def test_a_timestamp_outlier_is_set_aside_and_named(name: str, tmp_path: Path) -> None:
+    # GIVEN the shared Spark 2.3 log with one timestamp made implausible
+    mutate, words = OUTLIERS[name]
+    lines = [json.loads(line) for line in SHARED_LOG.read_text().splitlines()]
+    number = mutate(lines)
+    log = tmp_path / "local-1532512550423"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # WHEN it is profiled
+    run = profile_in_child(log, tmp_path / "out")
+    # THEN within the budget, with the outlier named by its line
+    _within_budget(run, name)
+    assert f"{log}:{number}:" in run.stderr, run.stderr
+    assert words in run.stderr, run.stderr
+    # and the run's windows span the application, not the outlier
+    windows = Summaries.load(tmp_path / "out" / "summaries").windows
+    span_ns = windows["window_end_ns"].max() - windows["window_start_ns"].min()
+    assert span_ns < 3600 * 10**9, span_ns
