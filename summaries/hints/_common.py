@@ -214,6 +214,32 @@ def task_shares(
     return facts.drop("cp_share", "running_cp_share", strict=False).hstack(aligned)
 
 
+def _busy_medians(names: list[str]) -> list[pl.Expr]:
+    """``busy_tasks`` and the medians of a stage's busy attempts
+    (:attr:`Context.stage_facts`)."""
+    settled = (
+        ~pl.col("status").is_in(["failed", "killed"]).fill_null(False)
+        if "status" in names
+        else pl.lit(True)
+    )
+    read = (pl.col("records").fill_null(0) > 0) | (pl.col("bytes").fill_null(0) > 0)
+    busy = settled & read
+
+    def median(column: str) -> pl.Expr:
+        of_busy = pl.col(column).filter(busy).median()
+        return pl.coalesce(of_busy, pl.col(column).filter(settled).median())
+
+    return [
+        pl.when(busy.any())
+        .then(busy.sum())
+        .otherwise(settled.sum())
+        .alias("busy_tasks"),
+        median("duration_ns").alias("median_busy_ns"),
+        median("records").alias("median_busy_records"),
+        median("bytes").alias("median_busy_bytes"),
+    ]
+
+
 @dataclass(frozen=True)
 class Context:
     """The inputs of the hint rules, computed once.
@@ -264,7 +290,11 @@ class Context:
         end), ``workers`` (distinct), the sums of ``records, bytes,
         useful_ns, duration_ns`` and, when the facts have them, ``gc_ns,
         run_ns`` and ``gc_tasks`` (tasks with GC); the medians
-        ``median_ns, median_records, median_bytes``. The rules looked each
+        ``median_ns, median_records, median_bytes``, and the same over the
+        stage's *busy* attempts (``busy_tasks``, ``median_busy_ns``, ...):
+        those that neither failed nor were killed and read something, so
+        that 356 empty partitions of 400 do not make a normal one look
+        slow (every settled attempt where none read anything). The rules looked each
         stage up with a query of their own (a window of 30,000 rows ran
         five or more).
         """
@@ -286,6 +316,7 @@ class Context:
                 pl.col("duration_ns").median().alias("median_ns"),
                 pl.col("records").median().alias("median_records"),
                 pl.col("bytes").median().alias("median_bytes"),
+                *_busy_medians(names),
             ),
             len(self.tasks),
         )

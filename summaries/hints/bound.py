@@ -33,6 +33,7 @@ from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
 from ._common import Context, Hint, fmt_s, severity
 from .partitions import over_partitioned_stages
+from .platform import interactive_signs
 
 __all__ = ["driver_bound", "scheduling_bound", "shuffle_bound"]
 
@@ -275,8 +276,14 @@ def _describe(interval: dict[str, Any]) -> str:
 
 
 def driver_bound(ctx: Context) -> list[Hint]:
-    """The driver's own code between jobs dominates the path."""
+    """The driver's own code between jobs dominates the path.
+
+    Not in an interactive session (a shell, a notebook): there the time
+    between jobs is a person thinking (:func:`.platform.interactive_signs`).
+    """
     opts = ctx.options
+    if interactive_signs(ctx.app, ctx.stage_labels.values()):
+        return []
     intervals = _intervals(ctx)
     between = [i for i in intervals if _between_jobs(i)]
     share = sum(i["cp_share"] for i in between)

@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from ._common import Context, Hint, fmt_s, settings_text, severity
+from .platform import interactive_signs
 
 __all__ = ["idle_capacity", "straggler_executor"]
 
@@ -145,6 +146,10 @@ def _speculation_advice(ctx: Context) -> str:
     )
 
 
+#: An executor with less of the critical path than this held nothing back.
+MIN_CRITICAL_SHARE = 0.02
+
+
 def straggler_executor(ctx: Context) -> list[Hint]:
     """Executors that are slow at the same work, or hold the run back more
     than their fair share."""
@@ -160,8 +165,8 @@ def straggler_executor(ctx: Context) -> list[Hint]:
         slow = slowdown is not None and slowdown >= opts.straggler_slowdown
         unfair = ratio is not None and ratio >= opts.straggler_factor
         unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
-        if not (slow or unfair):
-            continue
+        if not (slow or unfair) or ex["cp_share"] < MIN_CRITICAL_SHARE:
+            continue  # a slow executor off the critical path held nothing back
         if slowdown is not None and slowdown < 1.0:
             continue  # it holds the path because it ran more, not slower
         gc = _gc_share(ctx.slot_time, ex["executor_id"])
@@ -246,9 +251,17 @@ def _dynamic_allocation_advice(ctx: Context, low: int, high: int) -> str:
 
 
 def idle_capacity(ctx: Context) -> list[Hint]:
-    """Executor slots that mostly waited: fewer executors or dynamic bounds."""
+    """Executor slots that mostly waited: fewer executors or dynamic bounds.
+
+    Not on a ``local`` or ``local-cluster`` master (one machine, a test
+    harness: no executor to give back), nor in an interactive session,
+    whose slots wait while a person thinks (:mod:`.platform`).
+    """
     trace = ctx.trace
-    if trace.is_empty() or ctx.app.is_local:
+    master = (ctx.app.master or "").strip()
+    if trace.is_empty() or ctx.app.is_local or master.startswith("local-cluster"):
+        return []
+    if interactive_signs(ctx.app, ctx.stage_labels.values()):
         return []
     workers, busy = ctx.slot_busy
     if workers == 0:
@@ -289,6 +302,9 @@ def idle_capacity(ctx: Context) -> list[Hint]:
         "span_ns": span,
         "freed_core_ns": freed,
     }
+    if not ctx.app.properties:
+        # No EnvironmentUpdate: what the application ran with is unknown.
+        evidence["unchecked"] = "the log states no Spark properties"
     action = (
         f"executor slots waited {idle:.0%} of the run "
         f"({fmt_s(slot_time - busy)} of {fmt_s(slot_time)} slot time; on average "

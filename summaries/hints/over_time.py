@@ -223,6 +223,10 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     return hints
 
 
+#: State rows a stateful stage must hold before its skew is worth a hint.
+STATE_SKEW_MIN_ROWS = 1000
+
+
 def state_skew(ctx: Context) -> list[Hint]:
     """``state_skew``: one state partition holds much of an operator's state."""
     opts = ctx.options
@@ -242,7 +246,8 @@ def state_skew(ctx: Context) -> list[Hint]:
             pl.col("duration_ns").median().alias("median_ns"),
             pl.col("state_memory_bytes").sum().alias("state_memory_bytes"),
         )
-        .filter((pl.col("_total") > 0) & (pl.col("partitions") >= 2))
+        # A state of a few rows is no skew, whichever partition holds them.
+        .filter((pl.col("_total") >= STATE_SKEW_MIN_ROWS) & (pl.col("partitions") >= 2))
         .with_columns((pl.col("_max") / pl.col("_total")).alias("share"))
         .filter(
             (pl.col("share") >= opts.state_skew_min_share)

@@ -203,8 +203,43 @@ def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
     ]
 
 
+#: Kinds whose severity is not a saving of wall time (the rule sets it).
+_OWN_SEVERITY = frozenset({"failures"})
+
+
+def _worth_a_second(hint: Hint, min_saving_ns: float) -> Hint:
+    """``info`` when the hint saves under ``min_saving_ns`` of wall time,
+    whatever its share: 0.4 s of a 2 s toy run is no finding."""
+    if hint.kind in _OWN_SEVERITY or hint.severity == "info":
+        return hint
+    if "unchecked" in hint.evidence:  # a cause it could not check
+        return replace(hint, severity="info")
+    if hint.predicted_saving_ns is None or hint.predicted_saving_ns >= min_saving_ns:
+        return hint
+    return replace(hint, severity="info")
+
+
+#: Kinds of skew: while one holds a stage back, the other slots' wait is
+#: its tail, not spare capacity.
+_SKEW_KINDS = frozenset({"hotspot", "skew_unsplittable"})
+
+
+def without_skew_idle(hints: list[Hint]) -> list[Hint]:
+    """``hints`` without ``idle_capacity`` when a skew hint explains the
+    idle slots (they waited for the hot task: fix the skew first)."""
+    if not any(h.kind in _SKEW_KINDS for h in hints):
+        return hints
+    return [h for h in hints if h.kind != "idle_capacity"]
+
+
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
-    kept = on_streaming_stages(ctx, without_static_fixes(hints))
-    finished = [_with_severity(_replayed(ctx, h), ctx.wall_ns) for h in kept]
+    kept = on_streaming_stages(ctx, without_skew_idle(without_static_fixes(hints)))
+    floor = ctx.options.min_saving_s * 1e9
+    finished = [
+        h
+        if h.kind in _OWN_SEVERITY
+        else _worth_a_second(_with_severity(_replayed(ctx, h), ctx.wall_ns), floor)
+        for h in kept
+    ]
     return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))

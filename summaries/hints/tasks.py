@@ -41,6 +41,7 @@ from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
 from ..operator import stage_name
 from ._common import Context, Hint, fmt_s, severity
+from .platform import aqe_enabled, can_speculate
 
 __all__ = ["task_hints"]
 
@@ -76,10 +77,10 @@ def _critical_with_stage_stats(
         ctx.stage_facts.lazy()
         .select(
             "stage_id",
-            pl.col("tasks").alias("stage_tasks"),
-            "median_ns",
-            "median_records",
-            "median_bytes",
+            pl.col("busy_tasks").alias("stage_tasks"),
+            pl.col("median_busy_ns").alias("median_ns"),
+            pl.col("median_busy_records").alias("median_records"),
+            pl.col("median_busy_bytes").alias("median_bytes"),
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
     )
@@ -132,10 +133,19 @@ def _join_sides(ctx: Context, stage_id: int) -> int:
     ).height
 
 
+def _reads_shuffle(ctx: Context, stage_id: int) -> bool:
+    """Whether the stage's tasks read shuffle output, else its input files:
+    some waited for shuffle blocks, or another stage of its job wrote them
+    (a local fetch may wait 0 ms and leave no ``shuffle_read`` row)."""
+    fetched = (pl.col("stage_id") == stage_id) & (pl.col("activity") == "shuffle_read")
+    waited = ctx.trace.lazy().filter(fetched).select(pl.len()).collect().item()
+    return bool(waited) or _join_sides(ctx, stage_id) > 0
+
+
 def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
     app, factor = ctx.app, ctx.options.skew_factor
     if (
-        app.flag("spark.sql.adaptive.enabled")
+        aqe_enabled(app)
         and app.flag("spark.sql.adaptive.skewJoin.enabled") is not False
     ):
         size = task["bytes"] or 0
@@ -172,7 +182,17 @@ def _hotspot(
     join = "Join" in str(task.get("operator") or "") or (
         _join_sides(ctx, task["stage_id"]) >= 2
     )
-    if join:
+    if not _reads_shuffle(ctx, task["stage_id"]):
+        # A scan's partitions are file splits: no key to salt, and AQE
+        # splits shuffle partitions only.
+        kind = "hotspot"
+        fix = (
+            "the stage reads its input files, not a shuffle, so the skew is the "
+            "files' layout: rewrite the input in even files (repartition before "
+            "the write, smaller row groups), or let Spark cut smaller splits "
+            "(lower spark.sql.files.maxPartitionBytes, 128MB by default)"
+        )
+    elif join:
         kind = "hotspot"
         fix = (
             "salt its hot key and split it over two partitions (partial key "
@@ -240,6 +260,22 @@ def _number(text: str | None, default: float) -> float:
         return default
 
 
+def _slow_copy_ns(ctx: Context, task: dict[str, Any]) -> int | None:
+    """The longest other attempt of the task's partition (a speculative
+    copy, a retry), when it too ran ``straggler_task_factor`` x the median:
+    the partition is slow wherever it runs."""
+    if task["partition"] is None:
+        return None
+    others = ctx.tasks.filter(
+        (pl.col("stage_id") == task["stage_id"])
+        & (pl.col("partition") == task["partition"])
+        & (pl.col("task_id") != task["task_id"])
+    )["duration_ns"]
+    longest = others.max() if len(others) else None
+    bound = ctx.options.straggler_task_factor * task["median_ns"]
+    return int(longest) if longest is not None and longest >= bound else None  # type: ignore[arg-type]
+
+
 def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     multiplier = round(min(MAX_MULTIPLIER, max(MIN_MULTIPLIER, ratio / 2)), 1)
     predicted = (multiplier + 1) * task["median_ns"]
@@ -247,13 +283,42 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         "duration_ratio": ratio,
         "predicted_task_ns": predicted,
     }
-    action = (
+    slow_copy = _slow_copy_ns(ctx, task)
+    took = (
         f"task {task['task_id']} ran {ratio:.1f}x the stage's median time on "
-        f"normal-sized input: {_speculation(ctx, task, ratio)} (a copy would "
-        f"end after ~{fmt_s(predicted)} instead of {fmt_s(task['duration_ns'])}); "
-        f"inspect {_where(task)} on {task['worker']}"
+        f"normal-sized input"
     )
+    where = f"{_where(task)} on {task['worker']}"
     critical_ns = task["running_cp_share"] * task["duration_ns"]
+    if slow_copy is not None or not can_speculate(ctx.app):
+        # A copy cannot help: the partition's other attempt was as slow, or
+        # Spark never speculates here (a local master).
+        why = (
+            f"another attempt of the partition ran {fmt_s(slow_copy)} too, so the "
+            "partition itself is slow, not its host"
+            if slow_copy is not None
+            else "Spark does not speculate on a local master"
+        )
+        evidence |= {"other_attempt_ns": slow_copy}
+        return Hint(
+            "straggler_task",
+            severity(ratio, ctx.options.straggler_task_factor),
+            task["cp_share"],
+            evidence,
+            f"{took}; {why}: look at what makes {where} slow (its input, a "
+            "UDF or external call on its rows, a lock)",
+            task["stage_id"],
+            task["executor"],
+            task["partition"],
+            predicted_saving_ns=min(
+                critical_ns, max(0.0, task["duration_ns"] - task["median_ns"])
+            ),
+        )
+    action = (
+        f"{took}: {_speculation(ctx, task, ratio)} (a copy would "
+        f"end after ~{fmt_s(predicted)} instead of {fmt_s(task['duration_ns'])}); "
+        f"inspect {where}"
+    )
     return Hint(
         "straggler_task",
         severity(ratio, ctx.options.straggler_task_factor),
@@ -330,18 +395,15 @@ def task_hints(ctx: Context) -> list[Hint]:
         pl.col("stage_id").is_not_null()
         & (pl.col("cp_share") >= opts.task_stage_min_share)
     )["stage_id"]
-    critical = (pl.col("running_cp_share") >= opts.task_min_share) | pl.col(
-        "stage_id"
-    ).is_in(stages.implode())
+    critical = (
+        (pl.col("running_cp_share") >= opts.task_min_share)
+        | pl.col("stage_id").is_in(stages.implode())
+    ) & ~_FAILED  # a failed attempt is the failures hint's, not a straggler
     # Only tasks that can fire go through the Python loop below: a window
     # of a busy stage has thousands of critical tasks and a few outliers.
-    outlier = (
-        pl.max_horizontal(
-            _ratio_of("records", "median_records"),
-            _ratio_of("bytes", "median_bytes"),
-        )
-        >= opts.skew_factor
-    ) | (_ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor)
+    outlier = (_skew_of() >= opts.skew_factor) | (
+        _ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor
+    )
     tasks = _critical_with_stage_stats(ctx, opts.min_stage_tasks, critical, outlier)
     if tasks.is_empty():
         return []
@@ -351,24 +413,64 @@ def task_hints(ctx: Context) -> list[Hint]:
     for task in tasks.iter_rows(named=True):
         if task["task_id"] in killed:
             continue
-        skew = [
-            r
-            for r in (
-                _ratio(task["records"], task["median_records"]),
-                _ratio(task["bytes"], task["median_bytes"]),
-            )
-            if r is not None
-        ]
-        if skew and max(skew) >= opts.skew_factor:
+        # Records before bytes: a partition of as many rows in wider ones
+        # is no hot key.
+        skew = _ratio(task["records"], task["median_records"])
+        if skew is None:
+            skew = _ratio(task["bytes"], task["median_bytes"])
+        slow = _ratio(task["duration_ns"], task["median_ns"])
+        if skew is not None and skew >= opts.skew_factor:
+            if slow is None or slow < HOT_MIN_SLOWDOWN:
+                continue  # more data, no more time: nothing held back
             stage = ctx.tasks.select("stage_id", "duration_ns").filter(
                 pl.col("stage_id") == task["stage_id"]
             )
             durations = sorted(stage["duration_ns"].to_list(), reverse=True)
-            hints.append(_hotspot(task, max(skew), durations, ctx))
+            hints.append(_hotspot(task, skew, durations, ctx))
             continue
-        slow = _ratio(task["duration_ns"], task["median_ns"])
         if slow is None or slow < opts.straggler_task_factor:
             continue
-        if task["task_id"] not in warm_up:
-            hints.append(_straggler(task, slow, ctx))
+        if task["task_id"] in warm_up or _not_its_own(ctx, task):
+            continue
+        hints.append(_straggler(task, slow, ctx))
     return hints
+
+
+#: A hot partition counts when it also ran this many times the median.
+HOT_MIN_SLOWDOWN = 1.5
+#: A slow task whose wave was slow too: at least this share of the stage's
+#: tasks running beside it were as slow (a pause of the JVM or the host).
+WAVE_STALL_SHARE = 0.5
+_FAILED = pl.col("status").is_in(["failed", "killed"]).fill_null(False)
+
+
+def _skew_of() -> pl.Expr:
+    """A task's records over its stage's median, else its bytes'."""
+    return pl.coalesce(
+        _ratio_of("records", "median_records"), _ratio_of("bytes", "median_bytes")
+    )
+
+
+def _not_its_own(ctx: Context, task: dict[str, Any]) -> bool:
+    """Whether a slow task's time is not its partition's doing: most of the
+    tasks of its stage that ran beside it were as slow (a wave that stalled
+    together: a JVM-wide GC pause, a slow host), or it was its executor's
+    first task and spent most of it before running (a cold executor)."""
+    slow_bound = ctx.options.straggler_task_factor
+    others = pl.col("task_id") != task["task_id"]
+    stage = ctx.tasks.filter((pl.col("stage_id") == task["stage_id"]) & others)
+    beside = stage.filter(
+        (pl.col("launch_ns") < task["end_ns"]) & (pl.col("end_ns") > task["launch_ns"])
+    )
+    if beside.height >= 2:
+        as_slow = beside.filter(
+            pl.col("duration_ns") >= slow_bound * task["median_ns"]
+        ).height
+        if as_slow >= WAVE_STALL_SHARE * beside.height:
+            return True
+    executor = task["executor"]
+    if executor is None or "run_ns" not in ctx.tasks.columns:
+        return False
+    first = ctx.tasks.filter(pl.col("executor") == executor)["launch_ns"].min()
+    before_run = task["duration_ns"] - (task.get("run_ns") or 0)
+    return bool(task["launch_ns"] == first and before_run >= 0.5 * task["duration_ns"])
