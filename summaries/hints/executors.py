@@ -158,6 +158,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     if len(rows) < 2:
         return []
     slowdowns = _slowdowns(ctx.tasks, opts.straggler_min_tasks)
+    has_path = bool(ctx.executor["cp_share"].sum() > 0)
     hints = []
     for ex in rows.iter_rows(named=True):
         ratio = ex["ratio"]
@@ -165,7 +166,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
         slow = slowdown is not None and slowdown >= opts.straggler_slowdown
         unfair = ratio is not None and ratio >= opts.straggler_factor
         unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
-        if not (slow or unfair) or ex["cp_share"] < MIN_CRITICAL_SHARE:
+        if not (slow or unfair) or (has_path and ex["cp_share"] < MIN_CRITICAL_SHARE):
             continue  # a slow executor off the critical path held nothing back
         if slowdown is not None and slowdown < 1.0:
             continue  # it holds the path because it ran more, not slower

@@ -12,12 +12,14 @@ from sparktrail.engines import summarize
 from sparktrail.summaries import HINT_SCHEMA, HintOptions
 from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 
+#: These runs last milliseconds: no floor on a hint's absolute saving.
+MS_RUN = HintOptions(min_saving_s=0.0)
 #: On the balanced trace the stage already meets this target (100 ms).
-MET = HintOptions(target_stage_seconds=0.1)
+MET = HintOptions(target_stage_seconds=0.1, min_saving_s=0.0)
 
 
 def hints(trace: pl.DataFrame, window_ms: float, options: HintOptions | None = None):
-    return summarize(trace, int(window_ms * MS), options=options).hints
+    return summarize(trace, int(window_ms * MS), options=options or MS_RUN).hints
 
 
 def only(frame: pl.DataFrame, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -99,10 +101,14 @@ def test_straggler_executor_needs_two_executors():
 
 
 def skewed_stage(long_records: int) -> pl.DataFrame:
+    # Each task waits 1 ms for shuffle blocks: the stage reads a shuffle (a
+    # stage reading files is told about file layout, not keys).
     t = Trace()
-    t.task("exec-1/0", 0, [("processing", 100)], records=long_records, nbytes=None)
+    long = [("shuffle_read", 1), ("processing", 99)]
+    t.task("exec-1/0", 0, long, records=long_records, nbytes=None)
     for s in (1, 2, 3):
-        t.task(f"exec-1/{s}", 0, [("processing", 10)], records=100, nbytes=None)
+        short = [("shuffle_read", 1), ("processing", 9)]
+        t.task(f"exec-1/{s}", 0, short, records=100, nbytes=None)
     return t.frame()
 
 
@@ -208,7 +214,9 @@ def test_parallelism_uses_true_rate_per_slot():
     for s in (0, 1):
         t.task(f"exec-1/{s}", 0, [("scheduling", 40), ("processing", 60)], records=1000)
     # WHEN the target stage time is 30 ms
-    frame = hints(t.frame(), 100, HintOptions(target_stage_seconds=0.03))
+    frame = hints(
+        t.frame(), 100, HintOptions(target_stage_seconds=0.03, min_saving_s=0.0)
+    )
     # THEN pi = ceil((2000 / 0.03) / (2000 / 0.12)) = 4 slots and partitions
     row, ev = only(frame, "parallelism")
     assert row["stage_id"] == 0
@@ -224,7 +232,7 @@ def test_parallelism_silent_when_slots_suffice():
     for s in (0, 1):
         t.task(f"exec-1/{s}", 0, [("processing", 100)], records=1000)
     # WHEN hints are computed  THEN no parallelism hint
-    frame = hints(t.frame(), 100, HintOptions(target_stage_seconds=0.1))
+    frame = hints(t.frame(), 100, MET)
     assert "parallelism" not in frame["kind"].to_list()
 
 
@@ -463,3 +471,13 @@ def test_a_skewed_join_named_by_its_plan_node_gets_join_advice() -> None:
     # aggregation's unsplittable skew
     kinds = hints["kind"].to_list()
     assert "hotspot" in kinds and "skew_unsplittable" not in kinds
+
+
+def test_a_hint_that_saves_under_a_second_is_info():
+    # GIVEN the 100 ms straggler of test_straggler_task_on_time_skew
+    # WHEN hints are computed with the default floor of 1 s
+    frame = hints(skewed_stage(100), 100, HintOptions())
+    # THEN the finding is kept, as info: 60 ms saved is no finding
+    row, _ = only(frame, "straggler_task")
+    assert row["severity"] == "info"
+    assert row["predicted_saving_ns"] < 1e9
