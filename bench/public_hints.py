@@ -6,7 +6,8 @@ A hint is nonsense on its face (issue 11) when it
 * recommends dynamic allocation on a ``local`` master (Spark ignores it);
 * shows ``inf`` or ``nan`` in its action or evidence;
 * is ``high`` on under 5% of the critical path (``idle_capacity`` aside: its
-  saving is executor time, never on the critical path).
+  saving is executor time, never on the critical path; and a ``failures``
+  hint on a failed job, high whatever time it cost).
 
 Usage::
 
@@ -92,6 +93,7 @@ def nonsense(hint: dict[str, Any], app: AppContext) -> list[str]:
     if (
         hint.get("severity") == "high"
         and hint.get("kind") != "idle_capacity"
+        and not (hint.get("kind") == "failures" and '"failed_job"' in evidence)
         and (hint.get("cp_share") or 0.0) < 0.05
     ):
         why.append(f"high on {hint.get('cp_share', 0):.1%} of the critical path")

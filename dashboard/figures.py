@@ -93,9 +93,10 @@ HINT_COLUMNS: dict[str, str] = {
 #: What each hint column means (hover text of its heading).
 HINT_HELP: dict[str, str] = {
     "kind": "which rule fired: straggler, hotspot, parallelism, scheduling-, "
-    "shuffle- or driver-bound, idle capacity",
+    "shuffle- or driver-bound, idle capacity, failures",
     "severity": "high, medium or low: the predicted saving's share of the run "
-    "(high >= 15%, medium >= 5%, low >= 2%; smaller savings are not shown)",
+    "(high >= 15%, medium >= 5%, low >= 2%; smaller savings are not shown; "
+    "failures that failed a job are high)",
     "saving": "how much shorter the run would be after the action, replayed "
     "on the traced tasks (idle capacity: executor core time freed)",
     "stage_id": "the Spark stage the hint is about (blank: the whole run)",

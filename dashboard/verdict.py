@@ -111,6 +111,10 @@ _KIND_TEXT: dict[str, tuple[str, str]] = {
         "a streaming query's batches outlast its trigger interval",
         "make its batches cheaper or its trigger longer",
     ),
+    "failures": (
+        "tasks, executors or a job failed{in_stage}",
+        "fix the cause the hint names (exception, memory, lost executor)",
+    ),
     "planning_bound": (
         "a streaming query spends its triggers planning and tracking offsets",
         "use fewer, larger batches",

@@ -18,6 +18,11 @@ Assumptions
 * Times are ns on the trace's clock (the driver's).
 * An executor's ``removed_ns`` is ``None`` while it lives (it lives to the
   end of the run).
+* ``failures`` holds what failed (:class:`Failure`: failed, killed and
+  resubmitted task attempts with their end reason, failed stages and
+  jobs), at most :data:`MAX_FAILURES_PER_KIND` of each kind (the first);
+  ``failure_counts`` counts every one of each kind, so a log with 10^5
+  failed attempts keeps a small context.
 """
 
 from __future__ import annotations
@@ -33,15 +38,20 @@ from .streams import StreamBatch, StreamQuery, batches_of, queries_of
 
 __all__ = [
     "CONTEXT_KEY",
+    "MAX_FAILURES_PER_KIND",
     "AppContext",
     "ContextError",
     "ExecutorLife",
+    "Failure",
     "JobSpan",
     "local_cores",
 ]
 
 #: Arrow schema metadata key of a trace file's context (a JSON object).
 CONTEXT_KEY = b"sparktrail.context"
+
+#: Failures of one kind kept in a context (the rest are only counted).
+MAX_FAILURES_PER_KIND = 100
 
 _LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:\s*,\s*\d+)?\])?$")
 _TRUE = {"true", "1", "yes", "on"}
@@ -106,6 +116,43 @@ class JobSpan:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """Something that failed, with its cause, as the log states it.
+
+    ``kind`` is a task attempt's end reason (Spark's ``Reason``:
+    ``ExceptionFailure``, ``FetchFailed``, ``ExecutorLostFailure``,
+    ``TaskKilled``, ``TaskResultLost``, ``TaskCommitDenied``,
+    ``Resubmitted``: a finished map task whose output was lost with its
+    executor, ...), ``StageFailed`` (a stage attempt's ``Failure
+    Reason``) or ``JobFailed`` (a job's result). ``message`` is short (the
+    gist of Spark's text: its first line, and a Python traceback's last);
+    ``exception`` the exception's class, ``call_site`` the first frame of
+    user code in its stack; for ``FetchFailed``, ``shuffle_id`` and
+    ``source_executor`` (whose shuffle output could not be fetched); for
+    ``ExecutorLostFailure``, ``by_app`` (Spark's "Exit Caused By App").
+    ``time_ns`` is when it ended, ``duration_ns`` how long the attempt ran.
+    """
+
+    kind: str
+    stage_id: int | None = None
+    stage_attempt: int | None = None
+    task_id: int | None = None
+    attempt: int | None = None
+    partition: int | None = None
+    executor_id: str | None = None
+    host: str | None = None
+    job_id: int | None = None
+    message: str | None = None
+    time_ns: int | None = None
+    duration_ns: int | None = None
+    exception: str | None = None
+    call_site: str | None = None
+    shuffle_id: int | None = None
+    source_executor: str | None = None
+    by_app: bool | None = None
+
+
+@dataclass(frozen=True)
 class AppContext:
     """What the application ran with, beside its trace rows.
 
@@ -131,6 +178,8 @@ class AppContext:
     jobs: tuple[JobSpan, ...] = ()
     queries: tuple[StreamQuery, ...] = ()
     batches: tuple[StreamBatch, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    failure_counts: dict[str, int] = field(default_factory=dict)
 
     # -- what the rules ask ---------------------------------------------------
 
@@ -183,8 +232,13 @@ class AppContext:
     # -- JSON -----------------------------------------------------------------
 
     def to_json(self) -> str:
-        """The context as a JSON object (what a trace file's metadata holds)."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        """The context as a JSON object (what a trace file's metadata holds;
+        a failure's unknown fields are left out)."""
+        raw = asdict(self)
+        raw["failures"] = [
+            {k: v for k, v in f.items() if v is not None} for f in raw["failures"]
+        ]
+        return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> AppContext:
@@ -254,4 +308,42 @@ def _context_of(raw: dict[str, Any]) -> AppContext:
         ),
         queries=queries_of(raw.get("queries")),
         batches=batches_of(raw.get("batches")),
+        failures=tuple(_failure_of(f) for f in raw.get("failures") or ()),
+        failure_counts={
+            str(k): int(_opt(v, int) or 0)
+            for k, v in (raw.get("failure_counts") or {}).items()
+        },
+    )
+
+
+_FAILURE_INTS = (
+    "stage_id",
+    "stage_attempt",
+    "task_id",
+    "attempt",
+    "partition",
+    "job_id",
+    "time_ns",
+    "duration_ns",
+    "shuffle_id",
+)
+_FAILURE_STRINGS = (
+    "executor_id",
+    "host",
+    "message",
+    "exception",
+    "call_site",
+    "source_executor",
+)
+
+
+def _failure_of(raw: dict[str, Any]) -> Failure:
+    by_app = raw.get("by_app")
+    if by_app is not None and not isinstance(by_app, bool):
+        raise ValueError(f"expected a boolean, found {by_app!r}")
+    return Failure(
+        kind=str(raw["kind"]),
+        **{name: _opt(raw.get(name), int) for name in _FAILURE_INTS},
+        **{name: _opt(raw.get(name), str) for name in _FAILURE_STRINGS},
+        by_app=by_app,
     )

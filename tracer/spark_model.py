@@ -53,6 +53,7 @@ from .app_records import (
     state_values,
     task_status,
 )
+from .failure_records import FailureRecords
 from .fields import (
     MS,
     dict_field,
@@ -172,6 +173,7 @@ class SparkModel:
             SQL_PLAN_UPDATE: self.sql.execution_start,
         }
         self.streams = StreamRecords()
+        self.failures = FailureRecords()
         self._handlers.update(dict.fromkeys(STREAM_EVENTS, self._stream_event))
 
     # -- events --------------------------------------------------------------
@@ -284,6 +286,7 @@ class SparkModel:
             record = self.jobs.setdefault(job, JobRecord())
             record.end_ms, record.end_order = end, self._order
             self._seen(end)
+            self.failures.job_end(e)
 
     def _stage(self, info: dict[str, Any]) -> tuple[int, StageRecord] | None:
         sid = opt_int(info, "Stage ID")
@@ -319,6 +322,7 @@ class SparkModel:
         if found:
             found[1].completed_ms = completed
             self._seen(found[1].completed_ms)
+            self.failures.stage_completed(e)
 
     def _task(self, e: dict[str, Any], info: dict[str, Any]) -> TaskRecord | None:
         tid, launch = opt_int(info, "Task ID"), time_field(info, "Launch Time")
@@ -367,6 +371,7 @@ class SparkModel:
         tid = opt_int(info, "Task ID")
         known = self.tasks.get(tid) if tid is not None else None
         if known is not None and known.finish_ms is not None:
+            self.failures.task_end(e, info)  # Resubmitted: its output was lost
             return  # ended already: Resubmitted (see the module docstring)
         # Read every field first: a bad one skips the event, changing nothing.
         finish = time_field(info, "Finish Time")
@@ -386,6 +391,7 @@ class SparkModel:
         for name, value in measured.items():
             setattr(task, name, value)
         self._seen(task.finish_ms)
+        self.failures.task_end(e, info)
 
     def _stream_event(self, e: dict[str, Any]) -> None:
         self._seen(self.streams.feed(e, self.max_ms or None))
@@ -484,6 +490,8 @@ class SparkModel:
             ),
             queries=self.streams.queries(),
             batches=tuple(self.streams.batches),
+            failures=self.failures.failures(),
+            failure_counts=dict(self.failures.counts),
         )
 
     def _end_ms(self) -> int:

@@ -16,6 +16,7 @@ import polars as pl
 from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
+from .failures import failures
 from .memory_pressure import gc_bound, spill
 from .over_time import moving_hotspot, state_skew
 from .parallelism import parallelism
@@ -53,6 +54,7 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     state_skew,
     trigger_bound,
     planning_bound,
+    failures,
 )
 
 

@@ -1,0 +1,314 @@
+"""The ``failures`` hint (issue 26 item 2) on real logs and hand-made events.
+
+Expected values are read from each log's raw events (its ``TaskEnd``
+reasons, ``JobEnd`` results, ``ExecutorRemoved`` reasons), not typed in.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparktrail.engines import summarize
+from sparktrail.pag.context import AppContext, Failure
+from sparktrail.pag.trace import Trace, read_context, read_trace, write_trace
+from sparktrail.tracer import import_trace
+from sparktrail.tracer.eventlog import EventLogReader
+from sparktrail.tracer.failure_records import short_message
+from sparktrail.tracer.spark_model import SparkModel
+
+LOGS = Path(__file__).resolve().parents[3] / "shared" / "eventlogs"
+PUBLIC = LOGS / "public"
+EXECUTORS_DIED = PUBLIC / "spark/spark-events/application_1538416563558_0014"
+FETCH_FAILED = (
+    PUBLIC
+    / "rapids/spark-events-profiling/tasks_executors_fail_compressed_eventlog.zstd"
+)
+PYTHON_ERROR = (
+    PUBLIC
+    / "kubeflow/skills/cli/e2e/spark-events/application_1713000000000_0001_1.zstd"
+)
+ABORTED = PUBLIC / "spark/spark-events/local-1422981780767"
+NO_FAILURE = LOGS / "local-1532512550423"
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(EventLogReader(path).events())
+
+
+def _failure_hints(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        pytest.skip(f"no log {path}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hints = summarize(import_trace(path, progress=False), 1_000_000_000).hints
+    rows = hints.filter(hints["kind"] == "failures").to_dicts()
+    for row in rows:
+        row["evidence"] = json.loads(row["evidence"])
+    return rows
+
+
+def _by_cause(rows: list[dict[str, Any]], cause: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["evidence"]["cause"] == cause]
+
+
+def _task_failures(path: Path, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in _events(path)
+        if e["Event"] == "SparkListenerTaskEnd"
+        and e["Task End Reason"]["Reason"] == reason
+    ]
+
+
+def test_executors_that_died_are_named_with_their_exit_code() -> None:
+    # GIVEN a YARN application whose executors exited with code 56
+    rows = _failure_hints(EXECUTORS_DIED)
+    events = _events(EXECUTORS_DIED)
+    removed = {
+        e["Executor ID"]: e["Removed Reason"]
+        for e in events
+        if e["Event"] == "SparkListenerExecutorRemoved"
+    }
+    lost_tasks = _task_failures(EXECUTORS_DIED, "ExecutorLostFailure")
+    # THEN one hint names every lost executor, the exit code and the tasks lost
+    [hint] = _by_cause(rows, "executor_lost")
+    evidence = hint["evidence"]
+    assert sorted(evidence["executors_lost"]) == sorted(removed)
+    assert evidence["failed_attempts"] == len(lost_tasks)
+    assert f"Exit status: {evidence['exit_code']}." in next(iter(removed.values()))
+    assert evidence["exit_code"] == 56 and "heartbeat" in hint["action"]
+    assert hint["executor_id"] in removed
+    assert evidence["reason"] in removed.values() or any(
+        r.startswith(evidence["reason"]) for r in removed.values()
+    )
+    # AND, every job having succeeded, its severity is that of the time lost
+    assert "failed_job" not in evidence
+    assert hint["predicted_saving_ns"] > 0 and hint["severity"] != "info"
+
+
+def test_fetch_failed_after_an_executor_loss_and_the_failed_job() -> None:
+    # GIVEN a log where executors were lost, FetchFailed followed and the
+    # last job failed
+    rows = _failure_hints(FETCH_FAILED)
+    fetch = _task_failures(FETCH_FAILED, "FetchFailed")
+    source = {
+        e["Task End Reason"]["Block Manager Address"]["Executor ID"] for e in fetch
+    }
+    shuffles = {e["Task End Reason"]["Shuffle ID"] for e in fetch}
+    stages = {e["Stage ID"] for e in fetch}
+    [job] = [
+        e
+        for e in _events(FETCH_FAILED)
+        if e["Event"] == "SparkListenerJobEnd"
+        and e["Job Result"]["Result"] == "JobFailed"
+    ]
+    # THEN the fetch-failed hint names the stage, the shuffle and the executor
+    # whose output was lost, and recommends keeping shuffle files
+    [hint] = _by_cause(rows, "fetch_failed")
+    assert {hint["stage_id"]} == stages
+    assert set(hint["evidence"]["shuffle_ids"]) == shuffles
+    assert {hint["executor_id"]} == source
+    assert hint["evidence"]["source_executors_lost"] == sorted(source)
+    assert "spark.shuffle.service.enabled=true" in hint["action"]
+    # AND the failed job is high, with its message
+    [failed] = _by_cause(rows, "job_failed")
+    assert failed["severity"] == "high"
+    assert failed["evidence"]["job_id"] == job["Job ID"]
+    assert failed["evidence"]["message"] == job["Job Result"]["Exception"]["Message"]
+    # AND the lost executors are named
+    [lost] = _by_cause(rows, "executor_lost")
+    removed = {
+        e["Executor ID"]
+        for e in _events(FETCH_FAILED)
+        if e["Event"] == "SparkListenerExecutorRemoved"
+    }
+    assert set(lost["evidence"]["executors_lost"]) == removed
+    resubmitted = _task_failures(FETCH_FAILED, "Resubmitted")
+    assert lost["evidence"]["map_outputs_lost"] == len(resubmitted)
+
+
+def test_a_python_exception_that_aborted_the_job() -> None:
+    # GIVEN a PySpark application whose UDF raises in every attempt
+    rows = _failure_hints(PYTHON_ERROR)
+    [job] = [
+        e
+        for e in _events(PYTHON_ERROR)
+        if e["Event"] == "SparkListenerJobEnd"
+        and e["Job Result"]["Result"] == "JobFailed"
+    ]
+    failed = _task_failures(PYTHON_ERROR, "ExceptionFailure")
+    aborted_stage = max(e["Stage ID"] for e in failed)
+    in_stage = [e for e in failed if e["Stage ID"] == aborted_stage]
+    description = in_stage[0]["Task End Reason"]["Description"]
+    raised = description.strip().splitlines()[-1]
+    # THEN the aborted stage's hint is high and names the exception, the
+    # user's line and the failed job
+    [hint] = [
+        h for h in _by_cause(rows, "task_error") if h["stage_id"] == aborted_stage
+    ]
+    assert hint["severity"] == "high"
+    assert hint["evidence"]["message"] == raised
+    assert hint["evidence"]["attempts"] == len(in_stage)
+    assert hint["evidence"]["failed_job"] == job["Job ID"]
+    assert hint["evidence"]["call_site"].startswith("/app/generate_events.py:")
+    assert hint["evidence"]["call_site"].split(":")[0] in description
+    assert hint["executor_id"] == in_stage[0]["Task Info"]["Executor ID"]
+    assert raised in hint["action"]
+    # AND, the log having no application end, the hint says so
+    assert hint["evidence"]["application_end"] is False
+    # AND no separate job hint repeats it
+    assert _by_cause(rows, "job_failed") == []
+
+
+def test_a_job_aborted_after_one_failure() -> None:
+    rows = _failure_hints(ABORTED)
+    [failed] = _task_failures(ABORTED, "ExceptionFailure")
+    [hint] = rows
+    assert hint["severity"] == "high" and hint["stage_id"] == failed["Stage ID"]
+    assert hint["evidence"]["message"] == failed["Task End Reason"]["Description"]
+    assert f"Task 3 in stage {failed['Stage ID']}.0 failed 1 times" in hint["action"]
+
+
+def test_a_log_without_failures_gets_no_failures_hint() -> None:
+    assert _failure_hints(NO_FAILURE) == []
+
+
+def _hand_made() -> SparkModel:
+    model = SparkModel()
+    feed = model.feed
+    feed({"Event": "SparkListenerApplicationStart", "Timestamp": 0, "App ID": "a"})
+    feed(
+        {
+            "Event": "SparkListenerJobStart",
+            "Job ID": 0,
+            "Submission Time": 1,
+            "Stage IDs": [0],
+        }
+    )
+    for tid, attempt, reason in (
+        (
+            1,
+            0,
+            {
+                "Reason": "ExceptionFailure",
+                "Class Name": "java.lang.OutOfMemoryError",
+                "Description": "Java heap space\n\tat x.y(Z.java:1)",
+            },
+        ),
+        (2, 1, {"Reason": "Success"}),
+    ):
+        info = {
+            "Task ID": tid,
+            "Index": 0,
+            "Attempt": attempt,
+            "Executor ID": "3",
+            "Host": "h",
+            "Launch Time": 10 * tid,
+            "Finish Time": 10 * tid + 5,
+        }
+        feed({"Event": "SparkListenerTaskStart", "Stage ID": 0, "Task Info": info})
+        feed(
+            {
+                "Event": "SparkListenerTaskEnd",
+                "Stage ID": 0,
+                "Stage Attempt ID": 0,
+                "Task End Reason": reason,
+                "Task Info": info,
+            }
+        )
+    feed(
+        {
+            "Event": "SparkListenerJobEnd",
+            "Job ID": 0,
+            "Completion Time": 40,
+            "Job Result": {
+                "Result": "JobFailed",
+                "Exception": {
+                    "Message": "Job aborted due to stage failure: "
+                    "Task 0 in stage 0.0 failed 4 times"
+                },
+            },
+        }
+    )
+    feed({"Event": "SparkListenerApplicationEnd", "Timestamp": 50})
+    return model
+
+
+def test_hand_made_events_through_the_model() -> None:
+    # GIVEN an OutOfMemoryError, a retry that succeeded and a failed job
+    context = _hand_made().context()
+    # THEN the context keeps the failed attempt and the job, with their causes
+    oom, job = context.failures
+    assert (oom.kind, oom.stage_id, oom.task_id, oom.executor_id) == (
+        "ExceptionFailure",
+        0,
+        1,
+        "3",
+    )
+    assert oom.exception == "java.lang.OutOfMemoryError"
+    assert oom.message == "Java heap space" and oom.duration_ns == 5_000_000
+    assert (job.kind, job.job_id, job.stage_id) == ("JobFailed", 0, 0)
+    assert context.failure_counts == {"ExceptionFailure": 1, "JobFailed": 1}
+
+
+def test_an_out_of_memory_error_asks_for_memory() -> None:
+    model = _hand_made()
+    trace = model.build(final=True)
+    hints = summarize(Trace(trace, model.context()), 10_000_000).hints
+    [hint] = hints.filter(hints["kind"] == "failures").to_dicts()
+    evidence = json.loads(hint["evidence"])
+    assert evidence["cause"] == "out_of_memory" and hint["severity"] == "high"
+    assert hint["stage_id"] == 0 and hint["executor_id"] == "3"
+    assert "spark.executor.memory" in hint["action"]
+    assert "Java heap space" in hint["action"]
+
+
+def test_failures_round_trip_through_a_trace_file(tmp_path: Path) -> None:
+    model = _hand_made()
+    frame = model.build(final=True)
+    context = model.context()
+    path = tmp_path / "t.arrow"
+    write_trace(frame, path, context=context)
+    assert read_trace(path).height == frame.height
+    back = read_context(path)
+    assert back.failures == context.failures
+    assert back.failure_counts == context.failure_counts
+    # an old context (no failures) still loads
+    assert AppContext.from_json('{"app_id": "x"}').failures == ()
+
+
+def test_messages_are_short_and_the_count_exact() -> None:
+    model = SparkModel()
+    for tid in range(250):
+        info = {
+            "Task ID": tid,
+            "Index": tid,
+            "Attempt": 0,
+            "Executor ID": "1",
+            "Launch Time": tid,
+            "Finish Time": tid + 1,
+        }
+        model.feed(
+            {
+                "Event": "SparkListenerTaskEnd",
+                "Stage ID": 0,
+                "Task End Reason": {
+                    "Reason": "ExceptionFailure",
+                    "Description": "x" * 5000,
+                },
+                "Task Info": info,
+            }
+        )
+    context = model.context()
+    assert context.failure_counts == {"ExceptionFailure": 250}
+    assert len(context.failures) < 250
+    assert all(len(f.message or "") <= 300 for f in context.failures)
+    assert isinstance(context.failures[0], Failure)
+    assert short_message("a\nb") == "a"
