@@ -292,7 +292,7 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     # Releasing idle executors frees part of their idle time: executors
     # live out the idle timeout, and come back for the next burst.
     freed = static if dynamic else max(static, DYNAMIC_RELEASE * (slot_time - busy))
-    evidence = {
+    evidence: dict[str, object] = {
         "idle_share": idle,
         "slot_time_ns": slot_time,
         "idle_ns": slot_time - busy,
