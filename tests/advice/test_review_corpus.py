@@ -73,10 +73,15 @@ def _id(row: dict[str, str]) -> str:
 
 
 def matching(row: dict[str, str]) -> list[dict[str, Any]]:
-    """The log's hints of the row's kind on its stage and executor."""
+    """The log's hints of the row's kind on its stage and executor (for a
+    missing hint, of its kind anywhere: the stage is the reviewer's pick
+    among the failures, which one hint per cause may name otherwise)."""
     found = []
     for hint in hints_of(row["log"]):
         if hint["kind"] != row["kind"]:
+            continue
+        if row["verdict"] == "missing":
+            found.append(hint)
             continue
         if row["stage_id"] and str(hint["stage_id"]) != row["stage_id"]:
             continue

@@ -11,7 +11,7 @@ import pytest
 
 from sparktrail.dashboard import figures
 from sparktrail.engines import summarize
-from sparktrail.summaries import HINT_SCHEMA
+from sparktrail.summaries import HINT_SCHEMA, HintOptions
 
 S = 1_000_000_000
 
@@ -365,7 +365,8 @@ def test_the_report_has_captions_and_explained_hint_headings(tmp_path) -> None:
             "activity": ["driver", "processing"],
         }
     )
-    s = summarize(trace, 10)
+    # (a run of 20 ns: no floor on the hint's saving, so that it is shown)
+    s = summarize(trace, 10, options=HintOptions(min_saving_s=0.0))
     page = write_report(s, window_cp(trace, 10, 20), tmp_path, "t").read_text()
     # THEN every chart's caption is under it, and hint headings explain themselves
     assert not s.hints.is_empty()
