@@ -11,6 +11,8 @@ import pytest
 
 from sparktrail.dashboard import figures
 from sparktrail.engines import summarize
+from sparktrail.pag.context import AppContext
+from sparktrail.pag.trace import Trace, load_trace
 from sparktrail.summaries import HINT_SCHEMA, HintOptions
 
 S = 1_000_000_000
@@ -365,8 +367,11 @@ def test_the_report_has_captions_and_explained_hint_headings(tmp_path) -> None:
             "activity": ["driver", "processing"],
         }
     )
-    # (a run of 20 ns: no floor on the hint's saving, so that it is shown)
-    s = summarize(trace, 10, options=HintOptions(min_saving_s=0.0))
+    # (a run of 20 ns: no floor on the hint's saving, so that it is shown; a
+    # YARN application whose properties are known, so that it is checked)
+    app = AppContext(master="yarn", properties={"spark.master": "yarn"})
+    run = Trace(load_trace(trace).frame, app)
+    s = summarize(run, 10, options=HintOptions(min_saving_s=0.0))
     page = write_report(s, window_cp(trace, 10, 20), tmp_path, "t").read_text()
     # THEN every chart's caption is under it, and hint headings explain themselves
     assert not s.hints.is_empty()
