@@ -62,23 +62,56 @@ STAGE_COLUMNS: dict[str, Column] = {
     "cp_share": _CP,
     "wall_ns": Column(
         "wall time (s)",
-        "from the stage's first task launch to its last end",
+        "from the stage's first task launch to its last task's finish "
+        "(Spark's stage duration runs from submission to completion)",
         "duration",
     ),
-    "tasks": Column("tasks", "task attempts, retries included", "count"),
+    "tasks": Column(
+        "tasks", "task attempts, retries and still running ones included", "count"
+    ),
     "failed_tasks": Column("failed", "attempts that failed or were killed", "count"),
-    "median_task_ns": Column("median task (s)", "median task attempt", "duration"),
-    "max_task_ns": Column("max task (s)", "longest task attempt", "duration"),
+    "median_task_ns": Column(
+        "median task (s)",
+        "median of every attempt's finish - launch (Spark's summary takes "
+        "successful tasks only)",
+        "duration",
+    ),
+    "max_task_ns": Column(
+        "max task (s)",
+        "longest attempt: finish - launch, as Spark records it",
+        "duration",
+    ),
     "skew": Column(
         "skew", "max task / median task: 1 is even, 5 or more is skewed", "ratio"
     ),
-    "records": Column("records", "records the tasks read", "count"),
-    "bytes": Column("input (MB)", "bytes the tasks read", "bytes"),
-    "shuffle_write_bytes": Column("shuffle write (MB)", "bytes written", "bytes"),
-    "spilled_bytes": Column(
-        "spill (MB)", "memory and disk bytes spilled (blank: not reported)", "bytes"
+    "records": Column(
+        "records",
+        "input records + shuffle records read (Spark shows them apart), each "
+        "partition once (blank: unknown, no attempt reported any)",
+        "count",
     ),
-    "gc_share": Column("GC", "garbage collection share of task run time", "share"),
+    "bytes": Column(
+        "input (MB)",
+        "input bytes + shuffle bytes read (Spark shows them apart), each "
+        "partition once (blank: no attempt finished)",
+        "bytes",
+    ),
+    "shuffle_write_bytes": Column(
+        "shuffle write (MB)",
+        "shuffle bytes written, each partition once (blank: no attempt finished)",
+        "bytes",
+    ),
+    "spilled_bytes": Column(
+        "spill (MB)",
+        "memory + disk bytes spilled (Spark shows them apart; blank: not reported)",
+        "bytes",
+    ),
+    "gc_share": Column(
+        "GC",
+        "JVM GC time / executor run time, over the attempts that reported "
+        "metrics (as Spark)",
+        "share",
+    ),
 }
 #: The executor table's columns, in page order.
 EXECUTOR_COLUMNS: dict[str, Column] = {
@@ -96,19 +129,42 @@ EXECUTOR_COLUMNS: dict[str, Column] = {
     "ratio": Column(
         "ratio", "critical share / fair share: above 2 holds back", "ratio"
     ),
-    "tasks": Column("tasks", "task attempts", "count"),
+    "tasks": Column(
+        "tasks", "task attempts, retries and still running ones included", "count"
+    ),
     "failed_tasks": Column("failed", "attempts that failed or were killed", "count"),
-    "task_ns": Column("task time (s)", "task attempts' time, summed", "duration"),
+    "task_ns": Column(
+        "task time (s)",
+        "every attempt's finish - launch, summed (Spark's task time)",
+        "duration",
+    ),
     "gc_share": Column(
         "GC",
-        "garbage collection share of task run time (Spark: red above 10%)",
+        "JVM GC time / executor run time, over the attempts that reported "
+        "metrics (as Spark; red there above 10%)",
         "share",
     ),
-    "records": Column("records", "records read", "count"),
-    "bytes": Column("input (MB)", "bytes read", "bytes"),
-    "shuffle_write_bytes": Column("shuffle write (MB)", "bytes written", "bytes"),
+    "records": Column(
+        "records",
+        "input records + shuffle records read (Spark shows them apart), each "
+        "partition once (blank: unknown)",
+        "count",
+    ),
+    "bytes": Column(
+        "input (MB)",
+        "input bytes + shuffle bytes read (Spark shows them apart), each "
+        "partition once (blank: no attempt finished)",
+        "bytes",
+    ),
+    "shuffle_write_bytes": Column(
+        "shuffle write (MB)",
+        "shuffle bytes written, each partition once (blank: no attempt finished)",
+        "bytes",
+    ),
     "spilled_bytes": Column(
-        "spill (MB)", "bytes spilled (blank: not reported)", "bytes"
+        "spill (MB)",
+        "memory + disk bytes spilled (Spark shows them apart; blank: not reported)",
+        "bytes",
     ),
 }
 STAGE_TABLE_CAPTION = (

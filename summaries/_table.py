@@ -87,12 +87,25 @@ _NULL_IF_UNSTATED = (
 )
 
 
-#: The trace rows a task's facts are read from: its local activities.
+#: A task's local activities (its time on its slot).
+_LOCAL = pl.col("src_worker") == pl.col("dst_worker")
+#: A task's control edges with the driver: its launch (driver -> slot, at
+#: Spark's launch time) and its completion (slot -> driver, ending at
+#: Spark's finish time, after the slot's end when the model clipped it).
+_CONTROL = (pl.col("activity") == "control") & (
+    (pl.col("src_worker") == DRIVER) | (pl.col("dst_worker") == DRIVER)
+)
+#: The trace rows a task's facts are read from: its local activities and
+#: its control edges (which state its own launch and finish, and are all a
+#: task has that took no time on its slot).
 _TASK_ROWS = (
     pl.col("task_id").is_not_null()
-    & (pl.col("src_worker") == pl.col("dst_worker"))
     & (pl.col("activity") != "waiting")
+    & (_LOCAL | _CONTROL)
 )
+#: Spark's own metrics of an attempt (trace columns of the tracer's task
+#: rows, null when the attempt had none).
+SPARK_METRICS = ("executor_run_ns", "jvm_gc_ns")
 #: Task facts that are null for every task when their trace column is.
 _ABSENT_IF_UNSTATED = (
     "stage_id",
@@ -261,19 +274,36 @@ TASK_CHUNK_ROWS = 1000000
 
 
 def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
-    """One row per task attempt (``task_id``) from its local trace rows.
+    """One row per task attempt (``task_id``) from its trace rows.
 
     Columns: ``task_id, stage_id, operator, job_id, partition, worker,
-    executor, launch_ns, end_ns, duration_ns, useful_ns, run_ns, gc_ns,
-    overhead_ns, records, bytes, shuffle_write_bytes, memory_bytes_spilled,
-    disk_bytes_spilled, state_rows, state_memory_bytes, status``.
-    ``run_ns`` is Spark's executor run time as the trace tiles it
-    (:data:`RUN`: fetch wait, processing, GC and shuffle write), ``gc_ns``
-    the length of its ``gc`` rows, ``overhead_ns`` that of its scheduling
-    and deserialization rows (the what-if replay's fixed cost of a task,
-    :data:`~sparktrail.whatif.replay.OVERHEAD_ACTIVITIES`); the work
-    columns are sums over its rows (``records`` and the spills null when
-    no row states them).
+    executor, launch_ns, end_ns, finish_ns, duration_ns, useful_ns, run_ns,
+    gc_ns, overhead_ns, executor_run_ns, jvm_gc_ns, records, bytes,
+    shuffle_write_bytes, memory_bytes_spilled, disk_bytes_spilled,
+    state_rows, state_memory_bytes, status``.
+
+    Two views of a task's time sit side by side:
+
+    * the PAG model's, from its local rows: ``end_ns`` is where it left
+      its slot (clipped to the next launch there, DESIGN §5; its launch
+      when it took no time on the slot), ``duration_ns`` is ``end_ns -
+      launch_ns``, ``run_ns`` is Spark's executor run time as the rows
+      tile it (:data:`RUN`: fetch wait, processing, GC and shuffle write),
+      ``gc_ns`` the length of its ``gc`` rows, ``overhead_ns`` that of its
+      scheduling and deserialization rows (the what-if replay's fixed cost
+      of a task, :data:`~sparktrail.whatif.replay.OVERHEAD_ACTIVITIES`);
+    * Spark's own: ``finish_ns`` is the finish Spark recorded (the end of
+      its completion edge; unclipped, its rows' end plus ``clipped_ns``
+      when the trace has no such edge), so Spark's task duration is
+      ``finish_ns - launch_ns``; ``executor_run_ns`` and ``jvm_gc_ns`` are
+      Spark's ``Executor Run Time`` and ``JVM GC Time`` (null for an
+      attempt without metrics; ``run_ns`` and ``gc_ns`` for a trace
+      without these columns).
+
+    An attempt with no local rows (launched at the log's last event, or
+    clipped to nothing, and carrying no work) is still a row, from its
+    control edges. The work columns are sums over its rows (``records``
+    and the spills null when no row states them).
 
     ``trace`` is validated unless it is a
     :class:`~sparktrail.pag.trace.Trace`. A long trace is aggregated in
@@ -366,27 +396,55 @@ def _facts_schema(trace_schema: tuple[tuple[str, pl.DataType], ...]) -> pl.Schem
 
 def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
     span = pl.col("end_ns") - pl.col("start_ns")
+    # Spark's metrics when the trace states them; else the rows' tiling,
+    # the best a trace from another producer can tell.
+    metrics = (
+        [pl.col(c).first(ignore_nulls=True) for c in SPARK_METRICS]
+        if all(c in frame.columns for c in SPARK_METRICS)
+        else [
+            pl.col("_run").sum().alias("executor_run_ns"),
+            pl.col("_gc").sum().alias("jvm_gc_ns"),
+        ]
+    )
+    # Where the task left its slot plus what the model clipped off there:
+    # Spark's finish, for a trace whose completion edge is not at hand.
+    unclipped = (
+        [(pl.col("_end") + pl.col("clipped_ns")).max().alias("_unclipped")]
+        if "clipped_ns" in frame.columns
+        else []
+    )
     facts = [
         pl.col("stage_id").first(ignore_nulls=True),
         pl.col("operator").first(ignore_nulls=True),
         pl.col("job_id").first(ignore_nulls=True),
         pl.col("partition").first(ignore_nulls=True),
-        pl.col("src_worker").first().alias("worker"),
+        # The slot: of its first local row, else the one it was launched on.
+        pl.col("_slot").first(ignore_nulls=True),
+        pl.col("_launched_on").first(ignore_nulls=True),
         pl.col("start_ns").min().alias("launch_ns"),
-        pl.col("end_ns").max(),
+        pl.col("_end").max().alias("end_ns"),
+        pl.col("end_ns").max().alias("finish_ns"),
+        *unclipped,
         pl.col("_useful").sum().alias("useful_ns"),
         pl.col("_run").sum().alias("run_ns"),
         pl.col("_gc").sum().alias("gc_ns"),
         pl.col("_overhead").sum().alias("overhead_ns"),
+        *metrics,
         *[pl.col(c).sum() for c in _WORK],
         pl.col("status").first(ignore_nulls=True),
         *[pl.col(c).count().alias(f"_{c}_seen") for c in _NULL_IF_UNSTATED],
     ]
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
+    local = _LOCAL
     tasks = collect(
         frame.lazy()
         .filter(_TASK_ROWS)
         .with_columns(
+            pl.when(local).then(pl.col("src_worker")).alias("_slot"),
+            pl.when(pl.col("src_worker") == DRIVER)
+            .then(pl.col("dst_worker"))
+            .alias("_launched_on"),
+            pl.when(local).then(pl.col("end_ns")).alias("_end"),
             pl.when(pl.col("activity").is_in(USEFUL)).then(span).alias("_useful"),
             pl.when(pl.col("activity").is_in(RUN)).then(span).alias("_run"),
             pl.when(pl.col("activity") == "gc").then(span).alias("_gc"),
@@ -403,6 +461,17 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
             not in absent
         ),
         len(frame),
+    )
+    # A task with no local rows left its slot when it was launched (in
+    # place: the columns keep their order).
+    tasks = (
+        tasks.with_columns(
+            pl.coalesce("_slot", "_launched_on").alias("_slot"),
+            pl.col("end_ns").fill_null(pl.col("launch_ns")),
+            pl.max_horizontal("finish_ns", *[e.meta.output_name() for e in unclipped]),
+        )
+        .drop("_launched_on", *[e.meta.output_name() for e in unclipped])
+        .rename({"_slot": "worker"})
     )
     # Eager from here: the executor is parsed once per worker, not per task.
     return (

@@ -4,7 +4,7 @@ Two small tables a Spark engineer already knows how to read, each with the
 column the Spark UI lacks: the share of the run's critical path.
 
 * :func:`stage_stats`, one row per stage: its wall time (first launch to
-  last task end), task attempts and failures, median and longest task,
+  last task finish), task attempts and failures, median and longest task,
   skew (longest over median), records, bytes, shuffle write, spill, GC
   share of the tasks' run time, and ``cp_share``.
 * :func:`executor_stats`, one row per executor: host and cores (from the
@@ -17,7 +17,16 @@ Assumptions
 * ``tasks`` is one row per task attempt with its CP shares
   (:func:`~sparktrail.summaries.hints.task_shares` of
   :func:`~sparktrail.summaries.task_facts`): every attempt counts,
-  failed and killed ones included, as in the Spark UI's task counts.
+  failed, killed and still running ones included (one launched at the
+  log's last event too, with no time), as in the Spark UI's task counts.
+* Task times are Spark's (DESIGN §10): an attempt lasts from its launch to
+  the finish Spark recorded (``finish_ns``), not to the end the PAG model
+  clipped on its slot; the GC share is Spark's, ``JVM GC Time`` over
+  ``Executor Run Time`` summed over the attempts that reported metrics
+  (an attempt lost with its executor reports none and adds no run time).
+* A number no attempt states is null, not 0: records when no attempt
+  read any that counted, bytes and shuffle write when every attempt
+  failed, was killed or still runs, spills when none reported a spill.
 * A stage's CP share comes from the run's per-stage CP partial (all of its
   activities, scheduling gaps included), not from its tasks' CP alone.
 * The driver timeline is not an executor: its CP is the ``driver`` row of
@@ -70,6 +79,12 @@ EXECUTOR_STATS: dict[str, pl.DataType] = {
 }
 
 _FAILED = ("failed", "killed")
+#: Attempts whose work Spark never reported as done: their bytes are
+#: unknown, not 0.
+_NO_RESULT = (*_FAILED, "running")
+#: Spark's duration of an attempt (``TaskInfo.duration``: finish - launch),
+#: before the PAG model clipped its end on its slot.
+_SPARK_NS = pl.col("finish_ns") - pl.col("launch_ns")
 
 
 def _work() -> list[pl.Expr]:
@@ -81,23 +96,54 @@ def _work() -> list[pl.Expr]:
         pl.col("memory_bytes_spilled").is_not_null()
         | pl.col("disk_bytes_spilled").is_not_null()
     )
-    run = pl.col("run_ns").sum()
+    # Spark's GC share: JVM GC time over executor run time, both summed over
+    # the attempts that reported metrics (an executor lost mid-task reports
+    # none, and its time is no run time).
+    measured = pl.col("executor_run_ns").is_not_null()
+    run = pl.col("executor_run_ns").sum()
+    gc = pl.col("jvm_gc_ns").filter(measured).sum()
+    # A number is unknown (null), not 0, when no attempt states it: records
+    # when no attempt read any that counted, bytes when none finished well.
+    finished = pl.col("status").is_in(_NO_RESULT).fill_null(False).not_().any()
     return [
         pl.len().cast(pl.Int64).alias("tasks"),
         pl.col("status").is_in(_FAILED).sum().cast(pl.Int64).alias("failed_tasks"),
-        pl.col("records").sum().cast(pl.Int64),
-        pl.col("bytes").sum().cast(pl.Int64),
-        pl.col("shuffle_write_bytes").sum().cast(pl.Int64),
-        # null (unknown), not 0, when no attempt states a spill
+        pl.when(pl.col("records").is_not_null().any())
+        .then(pl.col("records").sum())
+        .cast(pl.Int64)
+        .alias("records"),
+        pl.when(finished).then(pl.col("bytes").sum()).cast(pl.Int64).alias("bytes"),
+        pl.when(finished)
+        .then(pl.col("shuffle_write_bytes").sum())
+        .cast(pl.Int64)
+        .alias("shuffle_write_bytes"),
         pl.when(stated.any()).then(spilled.sum()).cast(pl.Int64).alias("spilled_bytes"),
-        pl.when(run > 0)
-        .then(pl.col("gc_ns").sum() / run)
-        .cast(pl.Float64)
-        .alias("gc_share"),
+        pl.when(run > 0).then(gc / run).cast(pl.Float64).alias("gc_share"),
     ]
 
 
 def _with_optional(tasks: pl.DataFrame) -> pl.DataFrame:
+    """``tasks`` with every column the tables read (null when absent).
+
+    Facts without Spark's own times (frames built by hand) fall back on
+    the model's: ``finish_ns`` on ``end_ns`` (or ``launch_ns`` plus
+    ``duration_ns``), Spark's metrics on the rows' ``run_ns`` and ``gc_ns``.
+    """
+    if "launch_ns" not in tasks.columns:
+        tasks = tasks.with_columns(pl.lit(0, dtype=pl.Int64).alias("launch_ns"))
+    fallback = {
+        "finish_ns": pl.col("end_ns")
+        if "end_ns" in tasks.columns
+        else pl.col("launch_ns") + pl.col("duration_ns"),
+        "executor_run_ns": pl.col("run_ns"),
+        "jvm_gc_ns": pl.col("gc_ns"),
+    }
+    tasks = tasks.with_columns(
+        e.alias(c)
+        for c, e in fallback.items()
+        if c not in tasks.columns
+        and all(r in tasks.columns for r in e.meta.root_names())
+    )
     optional = {
         "status": pl.String,
         "records": pl.Int64,
@@ -105,8 +151,9 @@ def _with_optional(tasks: pl.DataFrame) -> pl.DataFrame:
         "shuffle_write_bytes": pl.Int64,
         "memory_bytes_spilled": pl.Int64,
         "disk_bytes_spilled": pl.Int64,
-        "gc_ns": pl.Int64,
-        "run_ns": pl.Int64,
+        "executor_run_ns": pl.Int64,
+        "jvm_gc_ns": pl.Int64,
+        "finish_ns": pl.Int64,
         "cp_share": pl.Float64,
         "operator": pl.String,
         "job_id": pl.Int64,
@@ -128,8 +175,10 @@ def stage_stats(
     ----------
     tasks
         One row per task attempt: ``task_id, stage_id, operator, job_id,
-        launch_ns, end_ns, duration_ns, run_ns, gc_ns, status`` and the
-        work columns of :func:`~sparktrail.summaries.task_facts`.
+        launch_ns, finish_ns, executor_run_ns, jvm_gc_ns, status`` and the
+        work columns of :func:`~sparktrail.summaries.task_facts` (without
+        Spark's ``finish_ns`` and metrics, the model's ``end_ns``,
+        ``run_ns`` and ``gc_ns`` stand in).
     stage_cp
         ``stage_id, activity, cp``: CP summed per stage over the windows
         (:attr:`~sparktrail.summaries.partials.Partials.stages`).
@@ -164,14 +213,14 @@ def stage_stats(
         .group_by("stage_id")
         .agg((pl.col("cp").sum() / max(1, n_windows)).alias("cp_share"))
     )
-    median = pl.col("duration_ns").median()
-    longest = pl.col("duration_ns").max()
+    median = _SPARK_NS.median()
+    longest = _SPARK_NS.max()
     out = (
         facts.group_by("stage_id")
         .agg(
             pl.col("operator").first(ignore_nulls=True),
             pl.col("job_id").first(ignore_nulls=True),
-            (pl.col("end_ns").max() - pl.col("launch_ns").min()).alias("wall_ns"),
+            (pl.col("finish_ns").max() - pl.col("launch_ns").min()).alias("wall_ns"),
             median.cast(pl.Float64).alias("median_task_ns"),
             longest.alias("max_task_ns"),
             pl.when(median > 0).then(longest / median).alias("skew"),
@@ -224,7 +273,7 @@ def executor_stats(
         .lazy()
         .filter(pl.col("executor").is_not_null())
         .group_by(pl.col("executor").alias("executor_id"))
-        .agg(pl.col("duration_ns").sum().cast(pl.Int64).alias("task_ns"), *_work())
+        .agg(_SPARK_NS.sum().cast(pl.Int64).alias("task_ns"), *_work())
     )
     shares = (
         _with_optional(executor)

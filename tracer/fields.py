@@ -28,6 +28,7 @@ __all__ = [
     "TIME_LIMIT_MS",
     "EventError",
     "dict_field",
+    "executor_id",
     "id_text",
     "int_field",
     "list_field",
@@ -132,6 +133,26 @@ def id_text(obj: dict[str, Any], key: str) -> str:
     ('7', 'None')
     """
     return valid_text(str(obj.get(key)))
+
+
+#: How Spark 1.x names the driver's block manager and local-mode executor;
+#: later Spark (and the same application's single-file log) says ``driver``.
+_OLD_DRIVER = "<driver>"
+
+
+def executor_id(obj: dict[str, Any], key: str = "Executor ID") -> str:
+    """An executor id (:func:`id_text` of ``obj[key]``), the driver as ``driver``.
+
+    Every executor id the model reads goes through here, so the one
+    executor of a Spark 1.2 log folder (``<driver>``) and that of the same
+    application's single-file log (``driver``) get one name, which is also
+    the name the local-mode rules (cores from the master) look for.
+
+    >>> executor_id({"Executor ID": "<driver>"}), executor_id({"Executor ID": 3})
+    ('driver', '3')
+    """
+    text = id_text(obj, key)
+    return "driver" if text == _OLD_DRIVER else text
 
 
 def dict_field(obj: dict[str, Any], key: str) -> dict[str, Any] | None:

@@ -15,8 +15,9 @@ The rules those modules do not state:
   changes nothing: a ``TaskEnd`` reads all its fields before it touches
   the task.
 * Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
-  ``killed``, ``running``), ``speculative``, ``executor_id`` and
-  ``clipped_ns`` on a task's rows; ``shuffle_write_bytes``,
+  ``killed``, ``running``), ``speculative``, ``executor_id``,
+  ``clipped_ns`` and Spark's ``executor_run_ns`` and ``jvm_gc_ns`` (null
+  without task metrics) on a task's rows; ``shuffle_write_bytes``,
   ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
   task's ``state_rows``, ``state_updated_rows`` and
   ``state_memory_bytes`` on its ``processing`` row (see
@@ -57,7 +58,7 @@ from .failure_records import FailureRecords
 from .fields import (
     MS,
     dict_field,
-    id_text,
+    executor_id,
     int_field,
     list_field,
     opt_int,
@@ -228,7 +229,7 @@ class SparkModel:
         info = e.get("Executor Info")
         info = info if isinstance(info, dict) else {}
         cores = opt_int(info, "Total Cores")
-        executor = id_text(e, "Executor ID")
+        executor = executor_id(e)
         if cores is not None and cores > 0:
             self.executor_cores[executor] = cores
         added = time_field(e, "Timestamp")
@@ -242,7 +243,7 @@ class SparkModel:
         )
 
     def _executor_removed(self, e: dict[str, Any]) -> None:
-        executor = id_text(e, "Executor ID")
+        executor = executor_id(e)
         removed = time_field(e, "Timestamp")
         before = self.executors.get(executor, ExecutorLife(executor))
         self.executors[executor] = ExecutorLife(
@@ -339,7 +340,7 @@ class SparkModel:
                 index=index,
                 partition=index if partition is None or partition < 0 else partition,
                 attempt=opt_int(info, "Attempt"),
-                executor_id=id_text(info, "Executor ID"),
+                executor_id=executor_id(info),
                 speculative=bool(info.get("Speculative", False)),
                 launch_ms=launch,
                 order=self._order,

@@ -199,6 +199,10 @@ def task_rows(
         task.speculative,
         task.executor_id,
         clipped,
+        # Spark's own metrics, for the stage and executor tables' GC share
+        # (an attempt without metrics states neither).
+        task.run_ms * MS if task.has_metrics else None,
+        task.gc_ms * MS if task.has_metrics else None,
     )
     fixed = max(end, (task.finish_ms or 0) * MS)
     rows.add(

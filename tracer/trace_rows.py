@@ -24,6 +24,10 @@ from .fields import valid_text
 __all__ = ["NO_WORK", "TASK_COLUMNS", "WORK_COLUMNS", "TraceRows"]
 
 #: Columns that describe the task attempt a row belongs to (null otherwise).
+#: ``executor_run_ns`` and ``jvm_gc_ns`` are Spark's own ``Executor Run
+#: Time`` and ``JVM GC Time`` of the attempt (null when its ``TaskEnd`` had
+#: no metrics): the rows' pieces are fitted to the task's slot time and
+#: cannot give them back (GC may even exceed the run time Spark states).
 TASK_COLUMNS = (
     "task_id",
     "partition",
@@ -32,6 +36,8 @@ TASK_COLUMNS = (
     "speculative",
     "executor_id",
     "clipped_ns",
+    "executor_run_ns",
+    "jvm_gc_ns",
 )
 _NO_TASK = (None,) * len(TASK_COLUMNS)
 #: What a task did, on its ``processing`` row (null elsewhere): the trace
