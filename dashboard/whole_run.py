@@ -43,6 +43,30 @@ def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(kept, how="diagonal_relaxed") if kept else pl.DataFrame()
 
 
+def _spanned(frames: list[pl.DataFrame], parts: list[Summaries]) -> list[pl.DataFrame]:
+    """Each window's frame with its shares counted as many times as the
+    windows it stands for (a plain stretch's ``span``)."""
+    out = []
+    for frame, part in zip(frames, parts, strict=True):
+        span = n_path_windows(part.windows) if len(part.windows) else 1
+        shares = [c for c in frame.columns if c.endswith("share")]
+        out.append(frame.with_columns(pl.col(shares) * span) if span > 1 else frame)
+    return out
+
+
+def _by_window_spans(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Per-window rows with their share counted ``span`` times (as
+    :func:`_spanned`, for a frame of many windows)."""
+    if per_window.is_empty() or "span" not in windows.columns:
+        return per_window
+    spans = windows.select("window_start_ns", "span")
+    return (
+        per_window.join(spans, on="window_start_ns", how="left")
+        .with_columns(pl.col("cp_share") * pl.col("span").fill_null(1))
+        .drop("span")
+    )
+
+
 def _mean(frame: pl.DataFrame, keys: list[str], n: int, *sums: str) -> pl.DataFrame:
     if frame.is_empty():
         return frame
@@ -72,7 +96,7 @@ def whole_run_frames(
     windows = windows.sort("window_start_ns") if len(windows) else windows
     n = n_path_windows(windows) if len(windows) else 1
     straggler = _mean(
-        _stack([p.straggler for p in parts]),
+        _stack(_spanned([p.straggler for p in parts], parts)),
         ["worker"],
         n,
         "cp_share",
@@ -84,21 +108,27 @@ def whole_run_frames(
         straggler = straggler.with_columns(
             ratio=pl.col("cp_share") / pl.col("fair_share")
         )
-    operators = _stack([p.operator for p in parts])
+    operators = _stack(_spanned([p.operator for p in parts], parts))
     operator = _mean(operators, ["operator"], n, "cp_share", "cp_ns")
     if "stage_ids" in operators.columns:  # the drill-down: every window's stages
         ids = operators.group_by("operator").agg(
             pl.col("stage_ids").list.explode(keep_nulls=False).unique().sort()
         )
         operator = operator.join(ids, on="operator", how="left", nulls_equal=True)
-    channels = _stack([p.communication for p in parts])
+    channels = _stack(_spanned([p.communication for p in parts], parts))
     keys: list[str] = [
         c
         for c in ("src", "dst", "src_executor_id", "dst_executor_id", "kind")
         if c in channels.columns
     ]
     communication = _mean(channels, keys, n, "cp_share", "cp_ns", "edges")
-    activity = _mean(activity_by_window, ["activity"], n, "cp_share", "cp_ns")
+    activity = _mean(
+        _by_window_spans(activity_by_window, windows),
+        ["activity"],
+        n,
+        "cp_share",
+        "cp_ns",
+    )
     first = parts[0]
     summaries = Summaries(
         activity=activity,

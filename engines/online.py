@@ -136,7 +136,7 @@ from sparktrail.pag.window_rows import cp_of_touching, touching_rows
 from sparktrail.pag.windows import (
     first_event,
     last_event,
-    listed_windows,
+    listed_spans,
     to_trace_rows,
 )
 from sparktrail.summaries import task_facts
@@ -723,8 +723,8 @@ class OnlinePipeline(PipelineCounters):
         """The windows from the first open one to ``until``, as (start, end)."""
         lo = self._open_from()
         w = self.fixed_ns
-        if w is not None:
-            return [(ts, ts + w) for ts in listed_windows(rows, w, lo, until)]
+        if w is not None:  # a plain stretch is one window (DESIGN §10)
+            return listed_spans(rows, w, lo, until)
         inner = [t for t in self._boundaries() if lo < t < until]
         return list(itertools.pairwise([lo, *inner, until]))
 
@@ -811,8 +811,16 @@ class OnlinePipeline(PipelineCounters):
         """The window's summaries and hints from its CP rows (and its task
         facts and what-if model, when they are built already)."""
         trace = Trace(near, self._context)
+        w = self.fixed_ns
         return summaries_from_cp(
-            cp, trace, te - ts, ts, self.options, facts=facts, replay=replay
+            cp,
+            trace,
+            te - ts,
+            ts,
+            self.options,
+            facts=facts,
+            replay=replay,
+            span=1 if w is None else max(1, (te - ts) // w),
         )
 
 

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import trace_origin
@@ -262,12 +263,38 @@ def _window_cp(
     return _arrow(result)
 
 
+#: The Spark engine builds every window of the span (it explodes each row
+#: over its windows): more windows than this many per trace row (and than
+#: :data:`_MIN_WINDOW_LIMIT`) are refused rather than exploded.
+_WINDOWS_PER_ROW = 10
+_MIN_WINDOW_LIMIT = 1_000_000
+
+
 def _window(
     frame: pl.DataFrame, window_ns: object, origin_ns: object
 ) -> tuple[int, int]:
-    """The window length and origin, checked as every engine checks them."""
+    """The window length and origin, checked as every engine checks them.
+
+    Raises
+    ------
+    InputError
+        When the trace spans far more windows than it has rows (DESIGN
+        §10): the polars engine computes a stretch of windows without
+        events as one window; this engine would build each.
+    """
     window, origin = check_window(window_ns, origin_ns)
-    return window, trace_origin(frame, window) if origin is None else origin
+    origin = trace_origin(frame, window) if origin is None else origin
+    if not frame.is_empty():
+        _, last = trace_extent(frame)
+        windows = (last - origin) // window + 1
+        if windows > max(_MIN_WINDOW_LIMIT, _WINDOWS_PER_ROW * frame.height):
+            raise InputError(
+                f"the trace spans {windows:,} windows of {window:,} ns for "
+                f"{frame.height:,} rows: the Spark engine builds every window; "
+                "use --engine polars (it computes a stretch without events as "
+                "one window) or a longer --window"
+            )
+    return window, origin
 
 
 def _cp_rows(

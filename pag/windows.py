@@ -59,6 +59,7 @@ __all__ = [
     "first_event",
     "is_interval",
     "last_event",
+    "listed_spans",
     "listed_windows",
     "pieces",
     "plain_stretches",
@@ -383,6 +384,52 @@ def plain_stretches(
     last = (after - 1) // window_ns - 1
     long = np.flatnonzero(last - first + 1 >= min_windows)
     return [(int(first[i]), int(last[i])) for i in long]
+
+
+def listed_spans(
+    rows: pl.DataFrame,
+    window_ns: int,
+    lo: int,
+    hi: int,
+    *,
+    origin_ns: int = 0,
+    min_windows: int = MIN_STRETCH,
+) -> list[tuple[int, int]]:
+    """The listed windows in ``[lo, hi)`` as ``(start, end)``, each plain
+    stretch of them (:func:`plain_stretches`) as one span.
+
+    What an engine that closes windows one at a time (the online pipeline)
+    lists, so that a stretch of a million idle seconds costs one window,
+    not a million: the windows between stretches come from
+    :func:`listed_windows`, a stretch is listed when an interval spans it
+    (it then anchors every window of it).
+
+    >>> t = pl.DataFrame({"src_worker": ["d", "a", "a"], "dst_worker": ["d", "a", "a"],
+    ...     "start_ns": [0, 0, 995], "end_ns": [1000, 5, 1000]})
+    >>> listed_spans(t, 10, 0, 1000, min_windows=4)
+    [(0, 10), (10, 990), (990, 1000)]
+    """
+    stretches = [
+        (max(lo, origin_ns + a * window_ns), min(hi, origin_ns + (b + 1) * window_ns))
+        for a, b in plain_stretches(rows, window_ns, origin_ns, min_windows)
+    ]
+    stretches = [(a, b) for a, b in stretches if b - a >= 2 * window_ns]
+    spans: list[tuple[int, int]] = []
+    at = lo
+    for a, b in [*stretches, (hi, hi)]:
+        if a > at:
+            starts = listed_windows(rows, window_ns, at, a, origin_ns=origin_ns)
+            spans += [(ts, ts + window_ns) for ts in starts]
+        if b > a and _spanned(rows, a, b):
+            spans.append((a, b))
+        at = max(at, b)
+    return spans
+
+
+def _spanned(rows: pl.DataFrame, ts: int, te: int) -> bool:
+    """Whether an interval of ``rows`` covers all of ``[ts, te]``."""
+    over = is_interval & (pl.col("start_ns") <= ts) & (pl.col("end_ns") >= te)
+    return bool(collect(rows.lazy().select(over.any()), len(rows)).item())
 
 
 def clip(rows: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:

@@ -55,6 +55,7 @@ def summaries_from_cp(
     *,
     facts: pl.DataFrame | None = None,
     replay: Replay | None = None,
+    span: int = 1,
 ) -> Summaries:
     """Every summary and hint from a CP table already computed.
 
@@ -75,6 +76,9 @@ def summaries_from_cp(
         As for :func:`summarize`.
     facts, replay
         As for :func:`summaries_from_partials`.
+    span
+        How many windows of the run ``cp`` (one window) stands for: a plain
+        stretch (:meth:`~sparktrail.summaries.partials.Partials.of`).
 
     Returns
     -------
@@ -93,7 +97,7 @@ def summaries_from_cp(
     [1.0]
     """
     return summaries_from_partials(
-        Partials.of(cp.drop("start_ns", "end_ns", strict=False)),
+        Partials.of(cp.drop("start_ns", "end_ns", strict=False), span),
         trace,
         window_ns,
         origin_ns,

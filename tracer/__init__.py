@@ -24,7 +24,7 @@ from sparktrail.pag.trace import Trace, validate_trace, write_trace
 
 from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
 from .fields import MS, EventError
-from .outliers import SetAsideWarning, TimeCensus
+from .outliers import GrowingCensus, SetAsideWarning, TimeCensus
 from .spark_model import ImportStats, SparkModel
 
 __all__ = [
@@ -295,6 +295,9 @@ def follow_eventlog(
         The trace files written, in order.
     """
     reader = EventLogReader(path, follow=True)
+    # A log complete already is read ahead like an import's; one still
+    # growing can only be checked against what cannot happen.
+    census = time_census(path) if reader.source().complete else GrowingCensus()
     model = SparkModel()
     written: list[Path] = []
     emitted = -(1 << 62)
@@ -302,7 +305,7 @@ def follow_eventlog(
     ended_at: float | None = None
     try:
         while True:
-            _feed(model, reader)
+            _feed(model, reader, census)
             if ended_at is None and model.app_end_ms is not None:
                 ended_at = time.monotonic()
             done = reader.source().complete or (
@@ -329,9 +332,10 @@ def follow_eventlog(
     except KeyboardInterrupt:
         pass
     reader.follow = False
-    _feed(model, reader)
+    _feed(model, reader, census)
     _nothing_read(path, reader)
     _warn_stream_gaps(path, model)
+    _warn_set_aside(path, census)
     name = name or trace_name(path, model.stats.app_id)
     _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
     if stats is not None:

@@ -22,6 +22,9 @@ Rules
   then; one edited field cannot make both); if none does, the cluster
   with the most times is. Every time outside those clusters, and every
   time at or before the epoch, is *implausible*.
+* A log still being written cannot be read ahead (:class:`GrowingCensus`):
+  there a time is implausible when it is at or before the epoch, more than
+  :data:`GAP_MS` after the wall clock, or before the first time read.
 * An implausible time is removed from its event (the model then reads it
   as unknown), except a task's launch or finish when the other one is
   plausible: it is moved to the other one plus or minus the task's
@@ -38,13 +41,21 @@ Assumptions
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-__all__ = ["GAP_MS", "SetAside", "SetAsideWarning", "TimeCensus", "event_times"]
+__all__ = [
+    "GAP_MS",
+    "GrowingCensus",
+    "SetAside",
+    "SetAsideWarning",
+    "TimeCensus",
+    "event_times",
+]
 
 #: Times further than this from every other time of the application's
 #: clusters are implausible (one hour, in ms).
@@ -293,3 +304,36 @@ def _moved_task(event: dict[str, Any], bad: set[str]) -> dict[str, Any] | None:
     else:
         info["Finish Time"] = int(info["Launch Time"]) + took
     return info
+
+
+@dataclass
+class GrowingCensus(TimeCensus):
+    """The census of a log still being written, read as it grows.
+
+    Its future is unknown, so only what cannot happen is set aside: a time
+    at or before the epoch, more than :data:`GAP_MS` past the wall clock
+    (``now_ms``), or more than :data:`GAP_MS` before the first plausible
+    time read (an application's events do not precede its start).
+
+    >>> c = GrowingCensus(now_ms=lambda: 10_000_000)
+    >>> c.plausible(5_000_000), c.plausible(20_000_000)
+    (True, False)
+    >>> c.plausible(5_000_000 - GAP_MS - 1)
+    False
+    """
+
+    now_ms: Callable[[], int] = field(
+        default=lambda: int(datetime.now(UTC).timestamp() * 1000)
+    )
+    _first: int | None = None
+
+    def plausible(self, ms: int) -> bool:
+        if ms <= 0 or ms > self.now_ms() + GAP_MS:
+            return False
+        if self._first is None:
+            self._first = ms
+            return True
+        if ms < self._first - GAP_MS:
+            return False
+        self._first = min(self._first, ms)
+        return True

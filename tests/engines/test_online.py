@@ -12,12 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparktrail.engines.online import (
-    ClosedWindow,
-    OnlinePipeline,
-    TraceFileWarning,
-    listed_windows,
-)
+from sparktrail.engines.online import ClosedWindow, OnlinePipeline, TraceFileWarning
 from sparktrail.engines.store import (
     CP_FILE,
     PARQUET_CP_FILE,
@@ -29,7 +24,7 @@ from sparktrail.engines.store import (
 )
 from sparktrail.pag import critical_participation, write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.windows import clip, touching
+from sparktrail.pag.windows import clip, listed_windows, touching
 from sparktrail.summaries.result import BUNDLE_FILE
 from sparktrail.synthetic import barrier_trace
 

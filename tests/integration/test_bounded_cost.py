@@ -12,53 +12,20 @@ Each outlier must be named in a warning with its line.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bench.bounded_cost import BUDGET_BYTES, BUDGET_S, Run, profile_in_child
 from bench.public_hints import event_logs
 from sparktrail.summaries import Summaries
 from tests.paths import EVENTLOGS, SHARED_LOG
 
 pytestmark = pytest.mark.integration
 
-BUDGET_S = 60.0
-BUDGET_BYTES = 1 << 30
 PUBLIC = EVENTLOGS / "public"
 HOSTILE = EVENTLOGS / "hostile"
 LOGS = event_logs(PUBLIC) + event_logs(HOSTILE)
-
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    seconds: float
-    peak_bytes: int
-    stderr: str
-
-
-def profile_in_child(log: Path, out: Path) -> Run:
-    """``sparktrail profile LOG`` in a child, with its peak RSS and time."""
-    began = time.monotonic()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "sparktrail", "profile", str(log), "-o", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # wait4 reports this child's own rusage (RUSAGE_CHILDREN would keep the
-    # largest child of the whole test session).
-    assert child.stderr is not None
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - began
-    return Run(child.returncode, seconds, usage.ru_maxrss * 1024, stderr)
 
 
 def _within_budget(run: Run, what: str) -> None:

@@ -1,0 +1,147 @@
+"""Every log profiles in bounded time and memory (DESIGN §10, issue 25).
+
+Two tables for BENCHMARKS.md:
+
+1. ``sparktrail profile LOG`` of every log of ``eventlogs/public`` and
+   ``eventlogs/hostile``, each in a child process: its wall time and its
+   own peak RSS (``os.wait4``), against the budget of 60 s and 1 GiB that
+   ``tests/integration/test_bounded_cost.py`` holds each log to.
+2. What the first pass over a log costs (the census of its times that
+   finds implausible ones, ``tracer/outliers.py``): ``import_trace`` of a
+   replicated Spark log with and without the census, alternating, medians.
+
+Run (from the repository root)::
+
+    .venv/bin/python -m bench.bounded_cost [--import-mb 100] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.importer import replicated_log
+from bench.public_hints import event_logs
+
+EVENTLOGS = Path(__file__).resolve().parents[2] / "shared" / "eventlogs"
+BUDGET_S = 60.0
+BUDGET_BYTES = 1 << 30
+
+__all__ = ["BUDGET_BYTES", "BUDGET_S", "Run", "profile_in_child"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A child's exit code, wall time, own peak RSS and standard error."""
+
+    code: int
+    seconds: float
+    peak_bytes: int
+    stderr: str
+
+
+def profile_in_child(log: Path, out: Path) -> Run:
+    """``sparktrail profile LOG -o OUT`` in a child, with its peak RSS and time."""
+    began = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sparktrail", "profile", str(log), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    # wait4 reports this child's own rusage (RUSAGE_CHILDREN would keep the
+    # largest child of the whole process).
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return Run(
+        child.returncode, time.monotonic() - began, usage.ru_maxrss * 1024, stderr
+    )
+
+
+def _budget_table() -> str:
+    lines = [
+        "| log | exit | wall time (s) | peak RSS (MiB) |",
+        "|---|---:|---:|---:|",
+    ]
+    times, peaks = [], []
+    for log in event_logs(EVENTLOGS / "public") + event_logs(EVENTLOGS / "hostile"):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = profile_in_child(log, Path(tmp) / "out")
+        times.append(run.seconds)
+        peaks.append(run.peak_bytes)
+        name = str(log.relative_to(EVENTLOGS))
+        mib = run.peak_bytes / 2**20
+        lines.append(f"| {name} | {run.code} | {run.seconds:.1f} | {mib:.0f} |")
+    lines.append(
+        f"| **{len(times)} logs: median / max** | | {statistics.median(times):.1f} / "
+        f"{max(times):.1f} | {statistics.median(peaks) / 2**20:.0f} / "
+        f"{max(peaks) / 2**20:.0f} |"
+    )
+    return "\n".join(lines)
+
+
+def _census_table(target_mb: float, repeat: int) -> str:
+    import sparktrail.tracer as tracer
+    from sparktrail.tracer.outliers import TimeCensus
+
+    real = tracer.time_census
+
+    def unchecked(path: object) -> TimeCensus:
+        census = TimeCensus()
+        census.close()
+        return census
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "app-replicated"
+        replicated_log(log, target_mb)
+        size = log.stat().st_size / 1e6
+        runs: dict[str, list[float]] = {"with the census": [], "without": []}
+        for _ in range(repeat):
+            for name, census in (("with the census", real), ("without", unchecked)):
+                tracer.time_census = census  # type: ignore[assignment]
+                began = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tracer.import_trace(log, progress=False)
+                runs[name].append(time.perf_counter() - began)
+        tracer.time_census = real
+    with_s = statistics.median(runs["with the census"])
+    without_s = statistics.median(runs["without"])
+    return "\n".join(
+        [
+            f"| import of {size:.0f} MB | median of {repeat} (s) | MB/s |",
+            "|---|---:|---:|",
+            f"| without the census | {without_s:.2f} | {size / without_s:.1f} |",
+            f"| with the census | {with_s:.2f} | {size / with_s:.1f} |",
+            f"| ratio | {with_s / without_s:.2f} | |",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--import-mb", type=float, default=100.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--skip-logs", action="store_true")
+    args = parser.parse_args(argv)
+    print(f"load average: {os.getloadavg()}")
+    if not args.skip_logs:
+        print(_budget_table())
+        print()
+    print(_census_table(args.import_mb, args.repeat))
+    print(f"load average: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
