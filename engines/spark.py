@@ -80,7 +80,7 @@ from sparktrail.pag.tables import (
 from sparktrail.pag.trace import Trace, TraceLike, load_trace
 from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
-from sparktrail.summaries._table import EXECUTOR_PATTERN, path_windows
+from sparktrail.summaries import EXECUTOR_PATTERN, path_windows
 from sparktrail.summaries.communication import read_partial_of_sums
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS

@@ -1,6 +1,8 @@
 """sparktrail: an online critical-path profiler for Apache Spark.
 
-The public Python API; each name lives in its pipeline stage.
+The public Python API; each name lives in its pipeline stage and is
+imported on first use (a module ``__getattr__``), so that importing one
+stage, or :mod:`sparktrail.errors`, loads no other stage.
 
 >>> import polars as pl, sparktrail
 >>> trace = pl.DataFrame({"src_worker": ["exec-1/0"], "dst_worker": ["exec-1/0"],
@@ -9,21 +11,47 @@ The public Python API; each name lives in its pipeline stage.
 [1.0]
 """
 
-from sparktrail.engines import summarize
-from sparktrail.pag import (
-    CycleError,
-    SnapshotWarning,
-    Trace,
-    TraceError,
-    critical_participation,
-    load_trace,
-    read_trace,
-    snapshot_stats,
-    write_trace,
-)
-from sparktrail.summaries import Summaries
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sparktrail.engines import summarize
+    from sparktrail.pag import (
+        CycleError,
+        SnapshotWarning,
+        Trace,
+        TraceError,
+        critical_participation,
+        load_trace,
+        read_trace,
+        snapshot_stats,
+        write_trace,
+    )
+    from sparktrail.summaries import Summaries
 
 __version__ = "0.1.0"
+
+#: Each public name and the stage module that owns it.
+_OWNERS = {
+    "summarize": "sparktrail.engines",
+    "Summaries": "sparktrail.summaries",
+    **dict.fromkeys(
+        (
+            "CycleError",
+            "SnapshotWarning",
+            "Trace",
+            "TraceError",
+            "critical_participation",
+            "load_trace",
+            "read_trace",
+            "snapshot_stats",
+            "write_trace",
+        ),
+        "sparktrail.pag",
+    ),
+}
 
 __all__ = [
     "CycleError",
@@ -39,3 +67,16 @@ __all__ = [
     "summarize",
     "write_trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'sparktrail' has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

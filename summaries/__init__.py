@@ -11,7 +11,14 @@ Whole-run numbers are sums of per-window CP divided by the number of
 windows that have a path, so shares sum to 1 over a run with paths.
 """
 
-from ._table import enrich, executor_of, n_path_windows, task_facts
+from ._table import (
+    EXECUTOR_PATTERN,
+    enrich,
+    executor_of,
+    n_path_windows,
+    path_windows,
+    task_facts,
+)
 from .activity import activity_summary
 from .communication import SHUFFLE_NOTE, communication_summary, shuffle_sources
 from .finish import summaries_from_cp, summaries_from_partials, warn_pathless
@@ -22,6 +29,7 @@ from .result import HintOptions, Summaries
 from .straggler import executor_summary, straggler_summary
 
 __all__ = [
+    "EXECUTOR_PATTERN",
     "HINT_SCHEMA",
     "RULES",
     "SHUFFLE_NOTE",
@@ -37,6 +45,7 @@ __all__ = [
     "executor_summary",
     "n_path_windows",
     "operator_summary",
+    "path_windows",
     "rebalancing_hints",
     "shuffle_sources",
     "stage_name",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import collections
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,57 @@ def test_no_two_modules_share_a_name():
     for p in paths:
         by_name[p.name].append(str(p.relative_to(ROOT)))
     assert {k: v for k, v in by_name.items() if len(v) > 1} == {}
+
+
+def _loaded_by(module: str) -> set[str]:
+    """The sparktrail stages a fresh interpreter holds after ``import module``."""
+    code = (
+        f"import sys, {module}\n"
+        "names = [n for n in sys.modules if n.startswith('sparktrail.')]\n"
+        "stages = {n.split('.')[1] for n in names}\n"
+        "print(' '.join(sorted(stages)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return set(out.stdout.split())
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_stage_imports_alone(stage):
+    # GIVEN a fresh interpreter  WHEN one stage is imported
+    loaded = _loaded_by(f"sparktrail.{stage}")
+    # THEN it loads only the stages it may import (and the errors module)
+    assert loaded - {stage, "errors"} <= ALLOWED[stage]
+
+
+def test_the_errors_module_loads_nothing_else():
+    assert _loaded_by("sparktrail.errors") == {"errors"}
+
+
+def _private_imports(path: Path) -> set[str]:
+    """``module.name`` of each private name a module imports from another stage."""
+    own = path.relative_to(ROOT).parts[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        parts = node.module.split(".")
+        if parts[0] != "sparktrail" or len(parts) < 2 or parts[1] == own:
+            continue
+        private_module = any(p.startswith("_") for p in parts[2:])
+        found.update(
+            f"{node.module}.{alias.name}"
+            for alias in node.names
+            if private_module or alias.name.startswith("_")
+        )
+    return found
+
+
+def test_no_stage_imports_another_stages_private_names():
+    wrong = {
+        str(path.relative_to(ROOT)): sorted(_private_imports(path))
+        for stage in STAGES
+        for path in _modules(stage)
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
