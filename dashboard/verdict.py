@@ -104,8 +104,8 @@ _KIND_TEXT: dict[str, tuple[str, str]] = {
         "salt the state key, or re-partition it with a new checkpoint",
     ),
     "stream_backlog": (
-        "a streaming query processes fewer rows per second than arrive",
-        "give it the slots the hint names (pi)",
+        "a streaming query falls behind its input",
+        "give it the cores or slots the hint names",
     ),
     "trigger_bound": (
         "a streaming query's batches outlast its trigger interval",

@@ -150,15 +150,17 @@ class HintOptions:
     #: share over the fair one (1 / partitions).
     state_skew_min_share: float = 0.25
     state_skew_factor: float = 2.0
-    #: stream_backlog, trigger_bound, planning_bound: batches needed, the
-    #: last batches looked at, how far below the input rate counts as
-    #: behind, DS2's target utilisation, and the share of trigger time
-    #: outside addBatch that is planning-bound.
+    #: stream_backlog, trigger_bound, planning_bound: batches needed (after
+    #: a run's first), the last batches looked at, how far below the input
+    #: rate counts as behind, DS2's target utilisation, and the median
+    #: share of trigger time outside addBatch, and time a batch (ms), that
+    #: is planning-bound.
     stream_min_batches: int = 3
     stream_batches: int = 20
     stream_behind_share: float = 0.05
     stream_target_utilisation: float = 0.7
     planning_min_share: float = 0.30
+    planning_min_ms: float = 100.0
 
 
 @dataclass(frozen=True)

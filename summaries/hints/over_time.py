@@ -33,6 +33,8 @@ Assumptions
 from __future__ import annotations
 
 import itertools
+import statistics
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -40,12 +42,16 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SplitPartition
 
-from ._common import Context, Hint, severity
+from ._common import Context, Hint, fmt_s, severity
+from .stream_progress import after_first, falling_behind, first_batch_ids
 
 __all__ = [
+    "behind_cause",
+    "first_batch_stages",
     "moving_hotspot",
     "operator_keys",
     "stage_batches",
+    "stage_queries",
     "state_skew",
     "streaming_busy_ns",
 ]
@@ -78,10 +84,35 @@ def stage_batches(ctx: Context) -> dict[int, int]:
     return {int(s): batch_of[int(j)] for s, j in pairs.iter_rows()}
 
 
-def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
-    """The trigger time of the streaming queries whose micro-batches ran
-    ``stages`` (``None``: no stage of a streaming query): what a saving on
-    those stages is a share of, a streaming run lasting until stopped."""
+def first_batch_stages(ctx: Context) -> set[int]:
+    """Stages that ran in the first batch of a streaming query's run
+    (:func:`~.stream_progress.first_batch_ids`): its start-up, a one-off."""
+    firsts = first_batch_ids(ctx.app.batches)
+    if not firsts:
+        runs: dict[tuple[str, str | None], int] = {}
+        for j in ctx.app.jobs:
+            if j.query_id is not None and j.batch_id is not None:
+                key = (j.query_id, j.run_id)
+                runs[key] = min(runs.get(key, j.batch_id), j.batch_id)
+        firsts = {(query, batch) for (query, _), batch in runs.items()}
+    jobs = [
+        j.job_id
+        for j in ctx.app.jobs
+        if j.query_id is not None and (j.query_id, j.batch_id) in firsts
+    ]
+    if not jobs:
+        return set()
+    pairs = (
+        ctx.tasks.select("stage_id", "job_id")
+        .drop_nulls()
+        .unique()
+        .filter(pl.col("job_id").is_in(jobs))
+    )
+    return {int(s) for s in pairs["stage_id"]}
+
+
+def stage_queries(ctx: Context, stages: list[int]) -> set[str]:
+    """The streaming queries whose micro-batches ran ``stages``."""
     jobs = set(
         collect(
             ctx.tasks.lazy()
@@ -90,17 +121,28 @@ def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
             len(ctx.tasks),
         )["job_id"].to_list()
     )
-    queries = {
+    return {
         j.query_id for j in ctx.app.jobs if j.job_id in jobs and j.query_id is not None
     }
-    if not queries:
-        return None
-    busy = sum(
-        (b.duration_ms or {}).get("triggerExecution", 0)
-        for b in ctx.app.batches
-        if b.query_id in queries
-    )
+
+
+def query_busy_ns(ctx: Context, queries: set[str]) -> float | None:
+    """The trigger time of ``queries``' batches after each run's first
+    (all of them when no other batch ran), ns; ``None`` when unknown."""
+    ran = [b for b in ctx.app.batches if b.query_id in queries]
+    later = after_first(ran) or ran
+    busy = sum((b.duration_ms or {}).get("triggerExecution", 0) for b in later)
     return busy * 1e6 if busy > 0 else None
+
+
+def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
+    """The trigger time of the streaming queries whose micro-batches ran
+    ``stages`` (``None``: no stage of a streaming query): what a saving on
+    those stages is a share of, a streaming run lasting until stopped.
+    Start-up is left out: the batches after each run's first
+    (:func:`query_busy_ns`)."""
+    queries = stage_queries(ctx, stages)
+    return query_busy_ns(ctx, queries) if queries else None
 
 
 def _hot_partitions(ctx: Context) -> pl.DataFrame:
@@ -159,6 +201,9 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     if ctx.tasks["stage_id"].drop_nulls().n_unique() < opts.moving_min_runs:
         return []
     hot = _hot_partitions(ctx)
+    firsts = first_batch_stages(ctx)
+    if firsts:  # a query's first batch is its start-up, not a run like the others
+        hot = hot.filter(~pl.col("stage_id").is_in(list(firsts)))
     if hot.is_empty():
         return []
     keys = operator_keys(ctx)
@@ -225,70 +270,135 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
 
 #: State rows a stateful stage must hold before its skew is worth a hint.
 STATE_SKEW_MIN_ROWS = 1000
+#: State rows, or state memory, of the hot partition that matter whether
+#: or not its task is on the critical path (a partition's state is loaded,
+#: updated and checkpointed every batch; a million rows or 256 MiB of it
+#: on one executor is what a restart, a rebalance or memory pays for).
+STATE_SKEW_LARGE_ROWS = 1_000_000
+STATE_SKEW_LARGE_BYTES = 256 << 20
 
 
-def state_skew(ctx: Context) -> list[Hint]:
-    """``state_skew``: one state partition holds much of an operator's state."""
-    opts = ctx.options
-    if "state_rows" not in ctx.tasks.columns:
-        return []
+def _state_stages(ctx: Context) -> pl.DataFrame:
+    """Per stateful stage outside a query's first batch: its state rows,
+    the partition holding most (its rows, memory, time and CP share), the
+    state partitions and the median task time."""
     stateful = ctx.tasks.lazy().filter(
         pl.col("state_rows").is_not_null() & pl.col("partition").is_not_null()
     )
-    per_stage = collect(
-        stateful.group_by("stage_id")
+    firsts = first_batch_stages(ctx)
+    if firsts:
+        stateful = stateful.filter(~pl.col("stage_id").is_in(list(firsts)))
+    cp = (
+        pl.col("running_cp_share")
+        if "running_cp_share" in ctx.tasks.columns
+        else pl.lit(0.0)
+    )
+    memory = (
+        pl.col("state_memory_bytes")
+        if "state_memory_bytes" in ctx.tasks.columns
+        else pl.lit(None, dtype=pl.Int64)
+    )
+    return collect(
+        stateful.with_columns(cp.alias("_cp"), memory.alias("_memory"))
+        .group_by("stage_id")
         .agg(
             pl.col("state_rows").sum().alias("_total"),
             pl.col("state_rows").max().alias("_max"),
             pl.col("partition").sort_by("state_rows").last(),
             pl.col("partition").n_unique().alias("partitions"),
             pl.col("duration_ns").sort_by("state_rows").last(),
+            pl.col("_cp").sort_by("state_rows").last().alias("hot_cp_share"),
+            pl.col("_memory").sort_by("state_rows").last().alias("hot_memory_bytes"),
             pl.col("duration_ns").median().alias("median_ns"),
-            pl.col("state_memory_bytes").sum().alias("state_memory_bytes"),
+            pl.col("_memory").sum().alias("state_memory_bytes"),
         )
-        # A state of a few rows is no skew, whichever partition holds them.
-        .filter((pl.col("_total") >= STATE_SKEW_MIN_ROWS) & (pl.col("partitions") >= 2))
+        .filter(pl.col("partitions") >= 2)
         .with_columns((pl.col("_max") / pl.col("_total")).alias("share"))
-        .filter(
-            (pl.col("share") >= opts.state_skew_min_share)
-            & (pl.col("share") * pl.col("partitions") >= opts.state_skew_factor)
-        )
         .sort("stage_id"),
         len(ctx.tasks),
     )
-    if per_stage.is_empty():
+
+
+def state_skew(ctx: Context) -> list[Hint]:
+    """``state_skew``: one state partition holds much of an operator's state.
+
+    Advisory (state partitions are fixed by the checkpoint), and only where
+    the state matters: the stage holds :data:`STATE_SKEW_MIN_ROWS` state
+    rows or more, and the hot partition's state is large
+    (:data:`STATE_SKEW_LARGE_ROWS` rows or :data:`STATE_SKEW_LARGE_BYTES`)
+    or its task is on the critical path (``task_min_share`` of it while it
+    ran, and slower than the stage's median task). Over an operator's
+    stages after each query's first batch, the median hot share must be
+    skewed too: one skewed batch among even ones is no trend.
+    """
+    opts = ctx.options
+    if "state_rows" not in ctx.tasks.columns:
+        return []
+    stages = _state_stages(ctx)
+    if stages.is_empty():
         return []
     keys = operator_keys(ctx)
+    shares: dict[str, list[float]] = {}
+    for stage, share in stages.select("stage_id", "share").iter_rows():
+        key = keys.get(stage, f"stage {stage}")
+        shares.setdefault(key, []).append(float(share or 0.0))
+    typical = {key: statistics.median(found) for key, found in shares.items()}
+    skewed = (
+        (pl.col("_total") >= STATE_SKEW_MIN_ROWS)
+        & (pl.col("share") >= opts.state_skew_min_share)
+        & (pl.col("share") * pl.col("partitions") >= opts.state_skew_factor)
+    )
+    large = (pl.col("_max") >= STATE_SKEW_LARGE_ROWS) | (
+        pl.col("hot_memory_bytes").fill_null(0) >= STATE_SKEW_LARGE_BYTES
+    )
+    on_path = (pl.col("hot_cp_share") >= opts.task_min_share) & (
+        pl.col("duration_ns") > pl.col("median_ns")
+    )
+    found = stages.filter(skewed & (large | on_path)).with_columns(
+        large.alias("large"), on_path.alias("on_path")
+    )
     hints = []
-    for row in per_stage.iter_rows(named=True):
-        busy = streaming_busy_ns(ctx, [row["stage_id"]])
+    for row in found.iter_rows(named=True):
         operator = keys.get(row["stage_id"], f"stage {row['stage_id']}")
+        if typical[operator] < opts.state_skew_min_share:
+            continue  # skewed in a batch or two of many: no trend
+        busy = streaming_busy_ns(ctx, [row["stage_id"]])
         excess = max(0.0, float(row["duration_ns"] - row["median_ns"]))
         evidence = {
             "busy_ns": busy,
             "operator": operator,
             "state_rows": row["_total"],
             "hot_state_rows": row["_max"],
+            "hot_state_memory_bytes": row["hot_memory_bytes"],
             "state_share": row["share"],
+            "median_state_share": typical[operator],
             "state_partitions": row["partitions"],
             "state_memory_bytes": row["state_memory_bytes"],
             "duration_ns": row["duration_ns"],
             "median_ns": row["median_ns"],
+            "hot_cp_share": row["hot_cp_share"],
+            "on_critical_path": row["on_path"],
         }
+        why = (
+            f"its task took {fmt_s(row['duration_ns'])} against a median "
+            f"{fmt_s(row['median_ns'])}, on the critical path"
+            if row["on_path"]
+            else f"{row['_max']:,} state rows in one partition"
+        )
         hints.append(
             Hint(
                 "state_skew",
                 severity(row["share"], opts.state_skew_min_share),
                 0.0,
                 evidence,
-                f"partition {row['partition']} of stage {row['stage_id']} "
-                f"({operator}) holds {row['share']:.0%} of the state rows of "
-                f"{row['partitions']} state partitions. State partitions are "
-                "fixed by the checkpoint (spark.sql.shuffle.partitions at its "
-                "first run): salt the state key (key plus a random 0..n-1, then "
-                "combine) in a new query, or restart from a new checkpoint with "
-                "more shuffle partitions; the hot partition's task also shows "
-                "how much state it commits each batch.",
+                f"Advisory: partition {row['partition']} of stage "
+                f"{row['stage_id']} ({operator}) holds {row['share']:.0%} of the "
+                f"{row['_total']:,} state rows of {row['partitions']} state "
+                f"partitions ({why}). State partitions are fixed by the "
+                "checkpoint (spark.sql.shuffle.partitions at its first run): "
+                "salt the state key (key plus a random 0..n-1, then combine) in "
+                "a new query, or restart from a new checkpoint with more "
+                "shuffle partitions.",
                 stage_id=row["stage_id"],
                 partition=row["partition"],
                 predicted_saving_ns=excess,
@@ -296,3 +406,91 @@ def state_skew(ctx: Context) -> list[Hint]:
             )
         )
     return hints
+
+
+#: Kinds whose finding slows the tasks of a stage: on a streaming query
+#: that falls behind, the reason it does.
+_CAUSE_WORDS = {
+    "hotspot": "skew",
+    "skew_unsplittable": "skew",
+    "moving_hotspot": "moving skew",
+    "state_skew": "state skew",
+    "straggler_task": "straggler",
+    "straggler_executor": "straggler",
+}
+
+
+def behind_cause(ctx: Context, hints: list[Hint]) -> list[Hint]:
+    """``hints`` of skew or stragglers on the stages of a streaming query
+    that falls behind (its median processed rate below its input rate,
+    batches after the first: :func:`~.stream_progress.falling_behind`),
+    with an action that says so and the processed rate after the fix: the
+    batches' time less the hint's predicted saving (its share of the
+    query's busy time), so ``processed / (1 - share)``."""
+    if not ctx.app.batches:
+        return hints
+    out = []
+    for hint in hints:
+        word = _CAUSE_WORDS.get(hint.kind)
+        stages = [hint.stage_id] if hint.stage_id is not None else []
+        stages += [s for s in hint.evidence.get("stages") or () if s not in stages]
+        share = hint.saving_share
+        if word is None or not stages or hint.share_of_ns is None or not share:
+            out.append(hint)
+            continue
+        queries = stage_queries(ctx, stages)
+        if len(queries) != 1:
+            out.append(hint)
+            continue
+        [query] = queries
+        batches = sorted(
+            (b for b in ctx.app.batches if b.query_id == query),
+            key=lambda b: (b.batch_id is None, b.batch_id or 0),
+        )
+        behind = falling_behind(batches, ctx.options)
+        if (
+            behind is None
+            or not behind.by_rate
+            or not behind.input_rate
+            or not behind.processed_rate
+        ):
+            out.append(hint)
+            continue
+        saved = min(max(share, 0.0), 0.95)
+        after = behind.processed_rate / (1 - saved)
+        stage_text = ""
+        before_ns = hint.evidence.get("replayed_stage_ns")
+        after_ns = hint.evidence.get("predicted_stage_ns_after")
+        if before_ns and after_ns is not None:
+            stage_text = (
+                f"; stage {hint.stage_id} from {fmt_s(before_ns)} to {fmt_s(after_ns)}"
+            )
+        keeps_up = after >= behind.input_rate
+        outcome = (
+            "enough to keep up"
+            if keeps_up
+            else "still short of the input: see stream_backlog for the cores"
+        )
+        name = next(
+            (
+                f"query {q.name!r}"
+                for q in ctx.app.queries
+                if q.query_id == query and q.name
+            ),
+            f"query {query[:8]}",
+        )
+        text = (
+            f" This {word} is why {name} falls behind: it processes a median "
+            f"{behind.processed_rate:,.0f} rows/s of {behind.input_rate:,.0f} "
+            f"arriving; after the fix its batches take {saved:.0%} less time"
+            f"{stage_text}, so it processes about {after:,.0f} rows/s, {outcome}."
+        )
+        evidence = hint.evidence | {
+            "falls_behind": True,
+            "query_id": query,
+            "input_rate": behind.input_rate,
+            "processed_rate": behind.processed_rate,
+            "processed_rate_after": after,
+        }
+        out.append(replace(hint, action=hint.action + text, evidence=evidence))
+    return out

@@ -24,7 +24,13 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ._common import Context, Hint, saving_severity
-from .over_time import operator_keys, stage_batches, streaming_busy_ns
+from .over_time import (
+    behind_cause,
+    first_batch_stages,
+    operator_keys,
+    stage_batches,
+    streaming_busy_ns,
+)
 
 __all__ = [
     "finish_hints",
@@ -188,19 +194,30 @@ def without_static_fixes(hints: list[Hint]) -> list[Hint]:
 
 def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """``hints`` whose stage ran in a streaming query's micro-batch with
-    their saving a share of the query's busy time
-    (:func:`~sparktrail.summaries.hints.over_time.streaming_busy_ns`), not of
-    the run, which lasts until the query is stopped."""
+    their saving a share of the query's busy time after each run's first
+    batch (:func:`~sparktrail.summaries.hints.over_time.streaming_busy_ns`),
+    not of the run, which lasts until the query is stopped; ``busy_ns`` in
+    their evidence. A hint on a stage of a run's first batch (its start-up,
+    a one-off) is marked ``startup_batch`` and kept as ``info``."""
     if not ctx.app.batches:
         return hints
     stages = {h.stage_id for h in hints if h.stage_id is not None}
     busy = {stage: streaming_busy_ns(ctx, [stage]) for stage in stages}
-    return [
-        replace(h, share_of_ns=busy[h.stage_id])
-        if h.stage_id is not None and h.share_of_ns is None and busy[h.stage_id]
-        else h
-        for h in hints
-    ]
+    firsts = first_batch_stages(ctx) if stages else set()
+    out = []
+    for h in hints:
+        if h.stage_id is None or not busy[h.stage_id]:
+            out.append(h)
+            continue
+        evidence = h.evidence
+        if "busy_ns" not in evidence:
+            evidence = evidence | {"busy_ns": busy[h.stage_id]}
+        if h.stage_id in firsts:
+            evidence = evidence | {"startup_batch": True}
+        out.append(
+            replace(h, share_of_ns=h.share_of_ns or busy[h.stage_id], evidence=evidence)
+        )
+    return out
 
 
 #: Kinds whose severity is not a saving of wall time (the rule sets it).
@@ -213,6 +230,8 @@ def _worth_a_second(hint: Hint, min_saving_ns: float) -> Hint:
     if hint.kind in _OWN_SEVERITY or hint.severity == "info":
         return hint
     if "unchecked" in hint.evidence:  # a cause it could not check
+        return replace(hint, severity="info")
+    if hint.evidence.get("startup_batch"):  # a query's first batch: a one-off
         return replace(hint, severity="info")
     if hint.predicted_saving_ns is None or hint.predicted_saving_ns >= min_saving_ns:
         return hint
@@ -242,4 +261,7 @@ def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
         else _worth_a_second(_with_severity(_replayed(ctx, h), ctx.wall_ns), floor)
         for h in kept
     ]
-    return merge_repeats(finished, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))
+    startup = [h for h in finished if h.evidence.get("startup_batch")]
+    trend = [h for h in finished if not h.evidence.get("startup_batch")]
+    merged = merge_repeats(trend, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))
+    return behind_cause(ctx, merged) + startup

@@ -4,6 +4,7 @@ hand-made summaries: one with a hint, one without, one without a job."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import polars as pl
@@ -148,6 +149,25 @@ def test_verdict_of_a_hint_names_what_where_what_first_and_the_saving() -> None:
         "its stage back: split the hot key (AQE skew join, or salting) first, "
         "which saves 3.2 s (16% of the run)."
     )
+
+
+def test_verdict_of_a_stream_backlog_says_cores_or_slots_not_pi() -> None:
+    # GIVEN a streaming query that falls behind: 40% of its input
+    backlog = {
+        "kind": "stream_backlog",
+        "severity": "high",
+        "cp_share": 0.4,
+        "saving_share": 0.4,
+        "evidence": json.dumps({"pi": 10, "slots": 4}),
+        "action": "query 'orders' ... Give it 10 cores or slots (DS2's pi = 10 ...",
+    }
+    text = verdict(summaries([backlog]))
+    # THEN the verdict names the cores or slots in words, never pi
+    assert text == (
+        "A streaming query falls behind its input: give it the cores or slots "
+        "the hint names first (40% of the input falls behind)."
+    )
+    assert not re.search(r"\bpi\b|π", text)
 
 
 def test_verdict_without_a_shown_hint_says_what_the_path_was() -> None:

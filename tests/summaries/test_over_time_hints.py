@@ -99,13 +99,14 @@ def test_a_streaming_querys_merged_hint_names_its_batches_and_busy_time() -> Non
     from sparktrail.pag.trace import load_trace
 
     # GIVEN the state-skewed runs as micro-batches 10, 11, 12 of a query
-    # whose triggers took 100 ms each
+    # whose triggers took 100 ms each, after its first batch 9 (start-up:
+    # not part of its busy time)
     frame = runs([0, 0, 0], state=[700, 100, 100, 100, 100, 100])
     app = AppContext(
         jobs=tuple(JobSpan(j, query_id="q", batch_id=10 + j) for j in range(3)),
         batches=tuple(
-            StreamBatch("q", batch_id=10 + j, duration_ms={"triggerExecution": 100})
-            for j in range(3)
+            StreamBatch("q", batch_id=9 + j, duration_ms={"triggerExecution": 100})
+            for j in range(4)
         ),
     )
     hints = summarize(WithContext(load_trace(frame).frame, app), 200 * MS).hints
@@ -127,19 +128,20 @@ def test_a_static_hotspot_in_a_streaming_query_is_a_share_of_its_batches() -> No
     from sparktrail.pag.trace import Trace as WithContext
     from sparktrail.pag.trace import load_trace
 
-    # GIVEN a hot partition that stays, in micro-batches of 100 ms triggers
+    # GIVEN a hot partition that stays, in micro-batches 1..4 of 100 ms
+    # triggers (batch 0, the query's start-up, ran no stage of these)
     frame = runs([2, 2, 2, 2])
     app = AppContext(
-        jobs=tuple(JobSpan(j, query_id="q", batch_id=j) for j in range(4)),
+        jobs=tuple(JobSpan(j, query_id="q", batch_id=j + 1) for j in range(4)),
         batches=tuple(
             StreamBatch("q", batch_id=j, duration_ms={"triggerExecution": 100})
-            for j in range(4)
+            for j in range(5)
         ),
     )
     plain = summarize(frame, 200 * MS).hints
     streaming = summarize(WithContext(load_trace(frame).frame, app), 200 * MS).hints
     # THEN the same static findings, each saving a share of the 400 ms the
-    # query's batches took rather than of the run's wall time
+    # query's batches after the first took rather than of the run's wall time
     static = pl.col("kind").is_in(["hotspot", "skew_unsplittable"])
     before = plain.filter(static).sort("kind", "stage_id")
     after = streaming.filter(static).sort("kind", "stage_id")

@@ -78,7 +78,8 @@ def test_a_query_below_its_input_rate_gets_stream_backlog_with_pi() -> None:
     # AND the backlog drains at 10 x 3,000 - 20,000 = 10,000 rows/s: 5 s
     assert evidence["drain_s"] == pytest.approx(5.0)
     assert hint["severity"] == "high"  # 40% of the input falls behind
-    assert "pi = 10 slots" in str(hint["action"])
+    assert "Give it 10 cores or slots" in str(hint["action"])
+    assert "drains in 5 s" in str(hint["action"])
     assert "'orders'" in str(hint["action"])
 
 
@@ -172,3 +173,134 @@ def test_progress_without_rates_fires_nothing() -> None:
     stream = tuple(StreamBatch("q-1", batch_id=i) for i in range(5))
     hints = hints_for(stream)
     assert not hints["kind"].is_in(["stream_backlog", "trigger_bound"]).any()
+
+
+def test_batch_0s_start_up_is_no_planning_bound() -> None:
+    # GIVEN a Kafka query whose batch 0 spent 3.5 s of 7 s in latestOffset
+    # (the consumer's start-up), and one later batch 2 s planning, while
+    # the others plan 5 ms of 400 ms
+    took = [7000, 400, 400, 2400, 400, 400]
+    stream = list(batches([(100, 1000)] * 6, trigger_ms=took))
+    planned = [3500, 5, 5, 2000, 5, 5]
+    for i, ms in enumerate(planned):
+        durations = {"triggerExecution": took[i], "addBatch": took[i] - ms}
+        stream[i] = StreamBatch(
+            **{**stream[i].__dict__, "duration_ms": durations | {"latestOffset": ms}}
+        )
+    # THEN no planning_bound: the median batch after the first plans 5 ms
+    # (the sums would say 50%: 2,020 of 4,000 ms)
+    assert "planning_bound" not in hints_for(tuple(stream))["kind"].to_list()
+
+
+def test_a_large_share_of_a_few_ms_is_no_planning_bound() -> None:
+    # GIVEN batches of 40 ms, 20 ms of which are planning
+    stream = batches(
+        [(100, 1000)] * 6,
+        trigger_ms=[40] * 6,
+        durations={"addBatch": 20, "queryPlanning": 20},
+    )
+    # THEN no planning_bound: 50% of each trigger, but 20 ms a batch
+    assert "planning_bound" not in hints_for(stream)["kind"].to_list()
+
+
+def test_batches_that_grow_past_a_1s_trigger_are_a_stream_backlog() -> None:
+    # GIVEN a 1 s trigger the first batches waited for, then batches of 17,
+    # 19 and 21 s back to back, while the rates the progress reports keep up
+    took = [400, 400, 400, 400, 400, 17_000, 19_000, 21_000]
+    stream = list(batches([(1000, 1000)] * len(took), trigger_ms=took))
+    at_ms = 1_795_000_000_000
+    for i, start in enumerate(spark_starts(took, 1000, at_ms)):
+        stream[i] = StreamBatch(**{**stream[i].__dict__, "timestamp_ns": start})
+    hint = only(hints_for(tuple(stream)), "stream_backlog")
+    evidence = json.loads(str(hint["evidence"]))
+    # THEN the query falls behind: each batch longer than the last
+    assert evidence["growing_batches"] == [5, 6, 7]
+    assert evidence["trigger_interval_ns"] == S
+    action = str(hint["action"])
+    assert "took 17, 19, 21 s in batches 5..7 against a 1 s trigger" in action
+    assert "each longer than the last" in action
+    # AND the rate source states no backlog, nor do the rates: unknown
+    assert "The backlog is unknown" in action
+    assert "about 0 rows" not in action and "in 0 s" not in action
+
+
+def test_a_query_that_waits_for_its_trigger_is_not_behind_for_growing_batches() -> None:
+    # GIVEN batches of 200, 300, 400, 500 ms on a 1 s trigger: each waits
+    took = [100, 200, 300, 400, 500]
+    stream = list(batches([(1000, 1000)] * len(took), trigger_ms=took))
+    # THEN no stream_backlog: they grow but fit the trigger
+    assert "stream_backlog" not in hints_for(tuple(stream))["kind"].to_list()
+
+
+def test_an_unreported_backlog_is_estimated_from_the_rates() -> None:
+    # GIVEN a rate source (no latest offset: no backlog stated), 20,000
+    # rows/s arriving and 12,000 processed over batches of 1.6 s
+    stream = batches([(20_000, 12_000)] * 6, trigger_ms=[1600] * 6)
+    hint = only(hints_for(stream), "stream_backlog")
+    evidence = json.loads(str(hint["evidence"]))
+    # THEN the backlog is estimated: 8,000 rows/s x 1.6 s x 5 batches
+    assert evidence["backlog_estimated"] is True
+    assert evidence["backlog_rows"] == 64_000
+    assert "estimated from the input and processed rates" in str(hint["action"])
+    assert "about 64,000 rows" in str(hint["action"])
+
+
+def test_an_unknown_backlog_is_said_to_be_unknown() -> None:
+    # GIVEN rates behind, but no trigger times and no offsets behind latest
+    stream = tuple(
+        StreamBatch(**{**b.__dict__, "duration_ms": None})
+        for b in batches([(20_000, 12_000)] * 6)
+    )
+    hint = only(hints_for(stream), "stream_backlog")
+    action = str(hint["action"])
+    assert "The backlog is unknown" in action
+    assert "about 0 rows" not in action and "drains in 0 s" not in action
+
+
+def test_a_skew_on_a_query_that_falls_behind_is_named_its_cause() -> None:
+    from sparktrail.pag.context import JobSpan
+    from tests.summaries.test_over_time_hints import runs
+
+    # GIVEN a hot partition that stays, in micro-batches 1..4 of 100 ms, of
+    # a query that processes 12,000 of 20,000 rows/s arriving
+    app = AppContext(
+        master="local[6]",
+        jobs=tuple(JobSpan(j, query_id="q-1", batch_id=j + 1) for j in range(4)),
+        queries=(StreamQuery("q-1", "r-1", name="orders"),),
+        batches=batches([(20_000, 12_000)] * 5, trigger_ms=[100] * 5),
+    )
+    trace = Trace(load_trace(runs([2, 2, 2, 2])).frame, app)
+    hints = summarize(trace, 200 * MS).hints
+    skew = hints.filter(pl.col("kind").is_in(["hotspot", "skew_unsplittable"]))
+    assert len(skew) >= 1, hints.select("kind", "severity")
+    row = skew.row(0, named=True)
+    evidence = json.loads(str(row["evidence"]))
+    # THEN its action says it is why the query falls behind, and the rate
+    # after the fix: 12,000 / (1 - the share of the batches' time saved)
+    action = str(row["action"])
+    assert "This skew is why query 'orders' falls behind" in action
+    assert evidence["processed_rate_after"] == pytest.approx(
+        12_000 / (1 - row["saving_share"])
+    )
+    assert f"about {evidence['processed_rate_after']:,.0f} rows/s" in action
+
+
+def test_a_small_state_is_no_state_skew() -> None:
+    from tests.summaries.test_over_time_hints import kinds, runs
+
+    # GIVEN partition 0 holding 70 of 120 state rows, its task the slowest
+    assert "state_skew" not in kinds(runs([0, 0, 0], state=[70, 10, 10, 10, 10, 10]))
+    # AND partition 0 holding 700 of 1,200, its task no slower than the
+    # others (the time's hot partition is 3): small, and off the path
+    state = [700, 100, 100, 100, 100, 100]
+    assert "state_skew" not in kinds(runs([3, 3, 3], state=state))
+
+
+def test_state_skew_on_the_critical_path_is_advisory() -> None:
+    from tests.summaries.test_over_time_hints import runs
+
+    state = [700, 100, 100, 100, 100, 100]
+    hints = summarize(runs([0, 0, 0], state=state), 200 * MS).hints
+    skew = only(hints, "state_skew")
+    assert "Advisory: partition 0 of stage" in str(skew["action"])
+    assert json.loads(str(skew["evidence"]))["on_critical_path"] is True
