@@ -5,20 +5,11 @@ out in sections (ids in :data:`SECTIONS`) with plotly.js inlined once, so
 the file opens offline; the hints are also an HTML table, readable without
 JavaScript, and the stage and executor tables (:mod:`~sparktrail.dashboard.
 spark_tables`) are HTML tables that sort when a heading is clicked.
-:func:`write_summaries` writes every summary frame as
-``summaries/<name>.parquet``.
 
-The most critical window
-------------------------
-The Gantt chart shows one window, picked by :func:`most_critical_window`:
-the window with the most critical-path time in task activities (everything
-but ``driver``, ``waiting``, ``scheduling`` and messages, i.e. time the
-critical path spends inside tasks on executors), from
-``Summaries.activity_by_window``. When no window has any (a run whose
-critical path is all driver time), it is the window with paths that has
-the most edges, the busiest one. Ties go to the earliest window. This
-needs only the summaries, so it picks the same window for every engine;
-:func:`window_cp` then computes CP for that window alone.
+It renders a :class:`~sparktrail.engines.profiler.Profile`: the Gantt
+chart's window is the profile's most critical one
+(:func:`~sparktrail.engines.profiler.most_critical_window`), whose CP rows
+the profile holds.
 """
 
 from __future__ import annotations
@@ -32,13 +23,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
-from sparktrail.pag import critical_participation
+from sparktrail.engines.profiler import REPORT_FILE, Profile
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
-from sparktrail.pag.trace import validate_trace
-from sparktrail.pag.window_rows import batch_cp, trace_extent
-from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
-from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
+from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
@@ -48,12 +36,8 @@ __all__ = [
     "SECTIONS",
     "SUMMARY_FRAMES",
     "TABLES",
-    "TASK_ACTIVITIES",
-    "most_critical_window",
-    "window_cp",
     "window_text",
     "write_report",
-    "write_summaries",
 ]
 
 
@@ -88,104 +72,6 @@ TABLES = {
     "stages": ("stages", spark_tables.STAGE_COLUMNS),
     "executors": ("executors", spark_tables.EXECUTOR_COLUMNS),
 }
-
-#: Activities that happen inside a task on an executor slot.
-TASK_ACTIVITIES = (
-    "processing",
-    "gc",
-    "deserialization",
-    "serialization",
-    "shuffle_read",
-    "shuffle_write",
-    "result",
-)
-
-
-def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
-    """``(start_ns, end_ns)`` of the window the Gantt chart shows.
-
-    The window with the most critical time in :data:`TASK_ACTIVITIES`; if
-    none has any, the window with paths that has the most edges; ``None``
-    when no window has a path (see the module docstring).
-
-    Examples
-    --------
-    >>> from sparktrail import summarize
-    >>> t = pl.DataFrame({"src_worker": ["driver", "exec-1/0"],
-    ...     "dst_worker": ["driver", "exec-1/0"], "start_ns": [0, 10],
-    ...     "end_ns": [10, 20], "activity": ["driver", "processing"]})
-    >>> most_critical_window(summarize(t, 10))
-    (10, 20)
-    """
-    by_window = summaries.activity_by_window
-    task = (
-        by_window.filter(pl.col("activity").is_in(TASK_ACTIVITIES))
-        .group_by(WINDOW_START_NS, WINDOW_END_NS)
-        .agg(pl.col(CP_NS).sum())
-        .filter(pl.col(CP_NS) > 0)
-        .sort([CP_NS, WINDOW_START_NS], descending=[True, False])
-    )
-    if len(task):
-        return int(task[WINDOW_START_NS][0]), int(task[WINDOW_END_NS][0])
-    busy = summaries.windows.filter(pl.col(HAS_PATHS)).sort(
-        ["edges", WINDOW_START_NS], descending=[True, False]
-    )
-    if busy.is_empty():
-        return None
-    return int(busy[WINDOW_START_NS][0]), int(busy[WINDOW_END_NS][0])
-
-
-def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
-    """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
-
-    Only the rows that touch the window go into the computation
-    (:func:`~sparktrail.pag.window_rows.batch_cp` of the one window, the
-    pag rules' own path), so this costs one window, not the whole trace.
-    A listed window of the trace gets the same CP as in
-    :func:`~sparktrail.pag.critical_participation` over the whole trace;
-    ``edge_index`` is the row of ``trace``.
-
-    Examples
-    --------
-    >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "a"],
-    ...     "start_ns": [0, 10], "end_ns": [10, 20],
-    ...     "activity": ["processing", "gc"]})
-    >>> window_cp(t, 10, 20).select("activity", "cp").rows()
-    [('gc', 1.0)]
-    """
-    frame = validate_trace(trace)
-    if frame.is_empty():
-        return critical_participation(frame, end_ns - start_ns, start_ns)
-    # The window is window 0 of windows from start_ns: an instant on
-    # start_ns lies in it (as it does in the trace's own windows).
-    cp, rows = batch_cp(
-        frame, end_ns - start_ns, start_ns, start_ns, end_ns, trace_extent(frame)
-    )
-    return to_trace_rows(cp, rows)
-
-
-def write_summaries(summaries: Summaries, out_dir: str | os.PathLike[str]) -> Path:
-    """Write every frame of ``summaries`` to ``out_dir/summaries/<name>.parquet``.
-
-    :meth:`Summaries.save` into ``out_dir/summaries``.
-
-    Returns
-    -------
-    Path
-        The ``summaries`` directory.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from sparktrail import summarize
-    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
-    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     folder = write_summaries(summarize(t, 4), d)
-    ...     sorted(p.stem for p in folder.iterdir())[:3]
-    ['activity', 'activity_by_window', 'communication']
-    """
-    return summaries.save(Path(out_dir) / "summaries")
 
 
 def _utc(ns: int) -> str:
@@ -354,25 +240,16 @@ def _figures(
     }
 
 
-def write_report(
-    summaries: Summaries,
-    cp_table: pl.DataFrame,
-    out_dir: str | os.PathLike[str],
-    title: str,
-) -> Path:
-    """Write ``out_dir/report.html``: every figure, the hints and an overview.
+def write_report(profile: Profile, out_dir: str | os.PathLike[str]) -> Path:
+    """Write ``out_dir/report.html`` of ``profile``: every figure, the hints
+    and an overview.
 
     Parameters
     ----------
-    summaries
-        The summaries of one trace.
-    cp_table
-        CP rows that include the window of :func:`most_critical_window`
-        (the whole CP table, or :func:`window_cp` of that window).
+    profile
+        The run's profile (:func:`~sparktrail.engines.profiler.profile`).
     out_dir
         Directory to write to (created if missing).
-    title
-        What was profiled, e.g. the input path; shown in the header.
 
     Returns
     -------
@@ -382,15 +259,16 @@ def write_report(
     Examples
     --------
     >>> import tempfile
-    >>> from sparktrail import summarize
+    >>> from sparktrail.engines.profiler import profile
     >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
     ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     page = write_report(summarize(t, 4), window_cp(t, 0, 4), d, "t")
+    ...     page = write_report(profile(t, 4, name="t"), d)
     ...     'id="gantt"' in page.read_text()
     True
     """
-    window = most_critical_window(summaries)
+    summaries, cp_table, title = profile.summaries, profile.critical_cp, profile.name
+    window = profile.critical_window
     built = _figures(summaries, cp_table, window)
     parts = [
         _headline(summaries, title),
@@ -454,7 +332,7 @@ def write_report(
         f"<style>{_STYLE}</style></head><body>{''.join(parts)}"
         f"<script>{spark_tables.SORT_SCRIPT}</script></body></html>\n"
     )
-    target = Path(out_dir) / "report.html"
+    target = Path(out_dir) / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     temporary.write_text(page, encoding="utf-8")

@@ -62,6 +62,7 @@ from typing import NamedTuple, Protocol
 import polars as pl
 
 from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.profiler import Profile
 from sparktrail.engines.store import WindowStore
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
@@ -91,8 +92,6 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 #: The window-picker value that follows the newest window.
 LATEST = "latest"
-#: The file of CP rows a report may carry for its timeline.
-REPORT_CP = "critical_window.parquet"
 #: Windows whose frames a :class:`LiveLoader` keeps in memory: the newest
 #: and the recently picked; others are read from the store when picked.
 CACHED_WINDOWS = 32
@@ -575,27 +574,22 @@ class UpdateThread(threading.Thread):
 
 
 def load_report(out_dir: str | Path) -> Snapshot:
-    """The summaries of a ``sparktrail profile`` output as a finished snapshot.
+    """A saved :class:`~sparktrail.engines.profiler.Profile` (the output of
+    ``sparktrail profile``) as a finished snapshot.
 
     Raises
     ------
     FileNotFoundError
         If ``out_dir/summaries`` lacks a summary frame.
     """
-    folder = Path(out_dir) / "summaries"
-    try:
-        summaries = Summaries.load(folder)
-    except FileNotFoundError as err:
-        raise FileNotFoundError(
-            f"{err.filename}: missing; expected the output of `sparktrail profile`"
-        ) from err
+    profile = Profile.load(out_dir)
+    summaries = profile.summaries
     windows = summaries.windows
     if windows.is_empty():
         return Snapshot(str(out_dir), "the report holds no window", live=False)
     start = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
     end = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
-    cp_path = folder / REPORT_CP
-    cp = pl.read_parquet(cp_path) if cp_path.is_file() else None
+    cp = None if profile.critical_cp.is_empty() else profile.critical_cp
     label = f"whole run {utc(start)} – {utc(end)} UTC"
     view = WindowView.held(start, end, label, summaries, cp)
     return Snapshot(

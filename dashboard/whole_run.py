@@ -6,7 +6,7 @@ per window; :func:`whole_run_view` finishes them the way the glossary
 defines whole-run figures: the mean over the windows that have a path (a
 window's CP sums to 1, so CP shares are summed and divided by their
 number). The timeline shows the most critical window, picked as the
-report picks it (:func:`~sparktrail.dashboard.report.most_critical_window`).
+report picks it (:func:`~sparktrail.engines.profiler.most_critical_window`).
 
 The hints need the whole trace (task facts, driver intervals), which the
 live dashboard does not keep: the view has none, and the page says where
@@ -22,9 +22,9 @@ import functools
 
 import polars as pl
 
+from sparktrail.engines.profiler import most_critical_window
 from sparktrail.summaries import Summaries, n_path_windows
 
-from .report import most_critical_window
 from .snapshots import Snapshot, WindowFrames, WindowView, utc
 
 __all__ = ["WHOLE_RUN", "WHOLE_RUN_HINTS", "whole_run_frames", "whole_run_view"]

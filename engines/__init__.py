@@ -8,7 +8,10 @@
   its sums computed by PySpark (imported on demand: pyspark is optional);
 * :mod:`~sparktrail.engines.spark_live` — :class:`SparkLivePipeline`, the
   online pipeline as a Spark Structured Streaming query (on demand too);
-* :mod:`~sparktrail.engines.store` — the on-disk store of closed windows.
+* :mod:`~sparktrail.engines.store` — the on-disk store of closed windows;
+* :mod:`~sparktrail.engines.profiler` — :func:`profile`, a run's
+  :class:`Profile` (summaries, most critical window), saved between the
+  engines and every renderer.
 
 Every engine finishes through
 :func:`sparktrail.summaries.summaries_from_partials`, so they give the same
@@ -18,6 +21,7 @@ numbers on the same trace. Imports go one way: engines read ``pag`` and
 
 from .batch import BATCH_ROWS, Progress, summarize, window_batches
 from .online import ClosedWindow, OnlinePipeline, TraceFileWarning
+from .profiler import Profile, profile
 from .store import SUMMARY_FRAMES, StoredWindow, WindowStore, store_dir
 
 __all__ = [
@@ -25,10 +29,12 @@ __all__ = [
     "SUMMARY_FRAMES",
     "ClosedWindow",
     "OnlinePipeline",
+    "Profile",
     "Progress",
     "StoredWindow",
     "TraceFileWarning",
     "WindowStore",
+    "profile",
     "store_dir",
     "summarize",
     "window_batches",

@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sparktrail.engines import summarize
+    from sparktrail.engines import Profile, profile, summarize
     from sparktrail.pag import (
         CycleError,
         SnapshotWarning,
@@ -36,6 +36,8 @@ __version__ = "0.1.0"
 #: Each public name and the stage module that owns it.
 _OWNERS = {
     "summarize": "sparktrail.engines",
+    "profile": "sparktrail.engines",
+    "Profile": "sparktrail.engines",
     "Summaries": "sparktrail.summaries",
     **dict.fromkeys(
         (
@@ -55,6 +57,7 @@ _OWNERS = {
 
 __all__ = [
     "CycleError",
+    "Profile",
     "SnapshotWarning",
     "Summaries",
     "Trace",
@@ -62,6 +65,7 @@ __all__ = [
     "__version__",
     "critical_participation",
     "load_trace",
+    "profile",
     "read_trace",
     "snapshot_stats",
     "summarize",

@@ -23,34 +23,25 @@ from typing import Any, TextIO
 import polars as pl
 
 from sparktrail.dashboard.figures import saving_text
-from sparktrail.dashboard.report import (
-    most_critical_window,
-    window_cp,
-    window_text,
-    write_report,
-    write_summaries,
-)
-from sparktrail.dashboard.snapshots import REPORT_CP
+from sparktrail.dashboard.report import window_text, write_report
 from sparktrail.dashboard.verdict import header_line, verdict
-from sparktrail.engines import summarize
-from sparktrail.engines.batch import Progress, summarize_micro_batches
+from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR, Profile, profile
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
-from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
 
-from ._options import BATCH_WINDOWS, add_output, add_window, output_for
+from ._options import add_output, add_window, output_for
 
-__all__ = ["hints_json", "load_input", "register", "run", "summarize_with"]
+__all__ = ["hints_json", "load_input", "print_summary", "register", "run"]
 
 #: What INPUT may be, for error messages.
 EXPECTED = "expected a trace (*.arrow file or directory) or a Spark event log"
 #: The first bytes of an Arrow IPC file.
 ARROW_MAGIC = b"ARROW1"
-STEPS = 4
+STEPS = 3
 
 
 def register(subparsers: Any) -> None:
@@ -143,38 +134,6 @@ def load_input(path: Path) -> tuple[Trace, str]:
     return _import(path), "event log"
 
 
-def summarize_with(
-    engine: str,
-    trace: pl.DataFrame | Trace,
-    window_ns: int | str,
-    progress: Progress | None = None,
-) -> Summaries:
-    """Run the summaries of ``trace`` on ``engine`` (``polars`` or ``spark``).
-
-    ``window_ns`` is a window length, or :data:`BATCH_WINDOWS` for one
-    window per streaming micro-batch (polars only).
-
-    ``progress(done, batches)`` follows the polars engine's window batches.
-
-    Raises
-    ------
-    ValueError
-        If the spark engine cannot be imported (module or pyspark missing).
-    """
-    if not isinstance(window_ns, int):  # BATCH_WINDOWS
-        if engine == "spark":
-            raise InputError(f"--window {BATCH_WINDOWS} runs on the polars engine only")
-        return summarize_micro_batches(trace, progress=progress)
-    if engine != "spark":
-        return summarize(trace, window_ns, progress=progress)
-    try:
-        from sparktrail.engines.spark import summarize_spark
-
-        return summarize_spark(trace, window_ns)
-    except ImportError as err:  # pyspark (and pandas) are an optional extra
-        raise InputError(f"the spark engine is not available: {err}") from err
-
-
 def hints_json(hints: pl.DataFrame) -> list[dict[str, Any]]:
     """The hints as JSON-ready dicts; ``evidence`` decoded into an object.
 
@@ -232,11 +191,10 @@ def _pct(value: Any) -> str:
     return "   –  " if value is None else f"{value:6.1%}"
 
 
-def print_summary(
-    summaries: Summaries, name: str, rows: int, out_dir: Path, top: int, out: TextIO
-) -> None:
-    """The terminal summary: what ran and the verdict, then top operators,
-    workers vs fair share, the hints."""
+def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> None:
+    """The terminal summary of ``profile``: what ran and the verdict, then
+    top operators, workers vs fair share, the hints."""
+    summaries, name, rows = profile.summaries, profile.name, profile.rows
     windows = summaries.windows
     paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
     print(header_line(summaries), file=out)
@@ -272,8 +230,8 @@ def print_summary(
     if small:
         print(f"  ({small} more would save under 2% of the run: see --json)", file=out)
     print(
-        f"\nReport: {out_dir / 'report.html'}; summaries: "
-        f"{out_dir / 'summaries'}/*.parquet",
+        f"\nReport: {out_dir / REPORT_FILE}; summaries: "
+        f"{out_dir / SUMMARIES_DIR}/*.parquet",
         file=out,
     )
 
@@ -289,26 +247,19 @@ def run(args: argparse.Namespace) -> int:
         if trace.frame.is_empty():
             raise InputError(f"{args.input}: the trace holds no rows")
         steps.step("summaries and hints")
-        summaries = summarize_with(
-            args.engine,
+        result = profile(
             trace,
             args.window,
-            lambda done, total: steps.detail(
-                f"summaries and hints: batch {done}/{total}"
-            ),
+            engine=args.engine,
+            name=args.input.name,
+            progress=steps.detail,
         )
-        steps.step("critical path of the busiest window")
-        window = most_critical_window(summaries)
-        cp = window_cp(trace.frame, *window) if window else trace.frame.clear()
         steps.step("writing the report")
-        folder = write_summaries(summaries, args.output)
-        # The dashboard's `serve --report` draws its timeline from these rows.
-        cp.write_parquet(folder / REPORT_CP)
-        write_report(summaries, cp, args.output, args.input.name)
+        result.save(args.output)
+        write_report(result, args.output)
     out = sys.stderr if args.json else sys.stdout
-    rows = trace.frame.height
-    print_summary(summaries, args.input.name, rows, args.output, args.top, out)
+    print_summary(result, args.output, args.top, out)
     if args.json:
-        json.dump(hints_json(summaries.hints), sys.stdout, indent=2)
+        json.dump(hints_json(result.hints), sys.stdout, indent=2)
         sys.stdout.write("\n")
     return 0

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import polars as pl
 
-from sparktrail.dashboard.report import window_cp, write_report
+from sparktrail.dashboard.report import write_report
 from sparktrail.dashboard.verdict import NO_JOB, header_line, verdict
 from sparktrail.engines import summarize
+from sparktrail.engines.profiler import Profile, window_cp
 from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
 from sparktrail.pag.trace import Trace, load_trace
 
@@ -49,7 +50,8 @@ CONTEXT = AppContext(
 
 def report(trace: Trace, out: Path) -> str:
     summaries = summarize(trace, S)
-    write_report(summaries, window_cp(trace.frame, 0, S), out, "app.arrow")
+    cp = window_cp(trace.frame, 0, S)
+    write_report(Profile(summaries, cp, "app.arrow"), out)
     return (out / "report.html").read_text(encoding="utf-8")
 
 
