@@ -16,35 +16,43 @@
   Needs two or more executors. Its GC share is ``gc`` time / busy
   (non-waiting) time of its slots. Predicted saving: its critical time
   times ``1 - 1 / slowdown`` (its tasks at the others' speed).
-* ``idle_capacity``: slot time is each executor's cores times how long it
-  lived (``ExecutorAdded``/``Removed``; without them, the task timelines
-  times the run span); idle time is slot time minus the slots' busy (not
-  ``waiting``) rows. Fires when idle / slot time >= ``idle_min_share``,
-  never on a ``local`` master (one JVM: dynamic allocation is ignored and
-  idle cores cost nothing). Suggested dynamic-allocation bounds:
-  ``minExecutors = floor(mean busy slots / cores)``, ``maxExecutors =
-  ceil(peak busy slots / cores)``; when dynamic allocation is already on,
-  the action names what to tune instead. Its saving is capacity, not wall
-  time: ``predicted_saving_ns`` is the core time freed (``maxExecutors``
-  below today's count frees the rest of the span; dynamic allocation, when
-  not on yet, is assumed to free ``DYNAMIC_RELEASE`` of the idle core
-  time) and ``saving_share`` its share of the slot time.
+* ``idle_capacity``: each executor's slots (its cores; on a GPU
+  executor its GPU slots, :func:`.capacity.gpu_slots`) times how long it
+  lived (``ExecutorAdded``/``Removed``; an executor the log does not state
+  lives the whole run); idle time is that slot time minus the slots' busy
+  (not ``waiting``) rows. Fires when idle / slot time >= ``idle_min_share``
+  and an idle timeout (30 s, or the one in force if lower: never one at or
+  above it) replayed per executor frees core time: each idle interval
+  longer than the timeout releases the executor once it passed, and a new
+  one starts up for the next busy period (its start-up is taken off).
+  Never on a ``local`` master (one JVM: dynamic allocation is ignored and
+  idle cores cost nothing). Its saving is capacity, not wall time:
+  ``predicted_saving_ns`` is the core time freed, ``saving_share`` its
+  share of the slot time; the action is the cluster manager's
+  (:func:`.capacity.recipe`).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import polars as pl
 
-from ._common import Context, Hint, fmt_s, settings_text, severity
-from .platform import interactive_signs
+from ._common import Context, Hint, fmt_s, severity
+from .capacity import (
+    PROPOSED_TIMEOUT_NS,
+    busy_rows,
+    busy_slots,
+    executor_slots,
+    gpu_slots,
+    idle_timeout_ns,
+    max_executors,
+    recipe,
+    replay_idle_timeout,
+    startup_ns,
+)
+from .platform import cluster_manager, interactive_signs
 
 __all__ = ["idle_capacity", "straggler_executor"]
-
-#: The share of idle core time that dynamic allocation is assumed to free.
-DYNAMIC_RELEASE = 0.5
 
 
 def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
@@ -220,98 +228,146 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     return hints
 
 
-def _peak_busy(rows: pl.LazyFrame) -> int:
-    events = pl.concat(
-        [
-            rows.select(pl.col("start_ns").alias("t"), pl.lit(1, pl.Int8).alias("d")),
-            rows.select(pl.col("end_ns").alias("t"), pl.lit(-1, pl.Int8).alias("d")),
-        ]
-    ).sort("t", "d")
-    peak = events.select(pl.col("d").cast(pl.Int64).cum_sum().max()).collect().item()
-    return int(peak or 0)
+#: Cluster managers whose dynamic allocation is on unless turned off.
+_DYNAMIC_BY_DEFAULT = frozenset({"emr-serverless", "dataproc-serverless"})
+#: Cluster managers that ignore ``spark.dynamicAllocation.executorIdleTimeout``.
+_OWN_AUTOSCALER = frozenset({"databricks", "glue"})
+#: Executors listed in the evidence's ``freed_by_executor``.
+_LISTED = 10
 
 
-def _dynamic_allocation_advice(ctx: Context, low: int, high: int) -> str:
-    app = ctx.app
-    if app.flag("spark.dynamicAllocation.enabled"):
-        now_max = app.setting("spark.dynamicAllocation.maxExecutors") or "unbounded"
-        timeout = app.setting("spark.dynamicAllocation.executorIdleTimeout") or "60s"
-        return (
-            "dynamic allocation is already on, yet executors sat idle: they "
-            f"are released only after spark.dynamicAllocation.executorIdleTimeout "
-            f"({timeout}) and up to maxExecutors ({now_max}); lower the timeout "
-            f"(e.g. 30s) and set spark.dynamicAllocation.maxExecutors={high}"
-        )
-    wanted = {
-        "spark.dynamicAllocation.enabled": "true",
-        "spark.dynamicAllocation.minExecutors": str(low),
-        "spark.dynamicAllocation.maxExecutors": str(high),
-        "spark.dynamicAllocation.executorIdleTimeout": "30s",
-    }
-    return f"set {settings_text(app, wanted)}"
+def _timeouts(ctx: Context, manager: str | None) -> tuple[int, int | None]:
+    """The timeout to replay and the one in force (``None``: executors are
+    not released today). Never one at or above the timeout in force: with
+    dynamic allocation on and a timeout of 30 s or less, the replay is of
+    the timeout in force (what Spark should already have released)."""
+    dynamic = ctx.app.flag("spark.dynamicAllocation.enabled")
+    if dynamic is None:
+        dynamic = manager in _DYNAMIC_BY_DEFAULT
+    if not dynamic or manager in _OWN_AUTOSCALER:
+        return PROPOSED_TIMEOUT_NS, None
+    in_force = idle_timeout_ns(ctx.app)
+    return min(PROPOSED_TIMEOUT_NS, in_force), in_force
 
 
 def idle_capacity(ctx: Context) -> list[Hint]:
-    """Executor slots that mostly waited: fewer executors or dynamic bounds.
+    """Executors that sat idle longer than an idle timeout would keep them.
 
     Not on a ``local`` or ``local-cluster`` master (one machine, a test
     harness: no executor to give back), nor in an interactive session,
-    whose slots wait while a person thinks (:mod:`.platform`).
+    whose slots wait while a person thinks (:mod:`.platform`). Fires when
+    the slots (cores, or GPU slots on a GPU executor) waited
+    ``idle_min_share`` of their executors' lifetimes and the proposed idle
+    timeout, replayed per executor (:func:`.capacity.replay_idle_timeout`),
+    frees core time; its saving is that core time, ``saving_share`` its
+    share of the slot time. The action is the cluster manager's
+    (:func:`.capacity.recipe`); a log without a master or without its
+    executors gets an ``unchecked`` hint instead of a guess.
     """
     trace = ctx.trace
-    master = (ctx.app.master or "").strip()
-    if trace.is_empty() or ctx.app.is_local or master.startswith("local-cluster"):
+    manager = cluster_manager(ctx.app)
+    if trace.is_empty() or manager == "local":
         return []
     if interactive_signs(ctx.app, ctx.stage_labels.values()):
         return []
-    workers, busy = ctx.slot_busy
-    if workers == 0:
-        return []
     start, end = ctx.span_ns
     span = end - start
-    slot_time = ctx.app.slot_ns(start, end) or workers * span
+    workers, cpu_busy = ctx.slot_busy
+    if workers == 0 or span <= 0:
+        return []
+    gpu = gpu_slots(ctx.app, ctx.slots_per_executor())
+    cpu_slot_time = ctx.app.slot_ns(start, end) or workers * span
+    if gpu is None and 1.0 - cpu_busy / cpu_slot_time < ctx.options.idle_min_share:
+        return []  # the cheap check (no rows read) when slots are cores
+    lives, unchecked = executor_slots(ctx, gpu)
+    slot_time = sum(life.lived_ns * life.slots for life in lives)
     if slot_time <= 0:
         return []
-    idle = max(0.0, 1.0 - busy / slot_time)
+    busy = busy_rows(ctx)
+    busy_ns, peak = busy_slots(busy, {life.executor: life.slots for life in lives})
+    idle = max(0.0, 1.0 - busy_ns / slot_time)
     if idle < ctx.options.idle_min_share:
         return []
-    cores = ctx.slots_per_executor()
-    # Rows, not sums: read again from the trace only when the hint fires.
-    busy_rows = ctx.slot_rows().filter(
-        (pl.col("activity") != "waiting") & (pl.col("end_ns") > pl.col("start_ns"))
-    )
-    peak = _peak_busy(busy_rows)
-    mean = busy / span
-    low, high = math.floor(mean / cores), max(1, math.ceil(peak / cores))
-    executors = max(1, round(slot_time / span / cores))
-    if high >= executors and not ctx.app.flag("spark.dynamicAllocation.enabled"):
-        # Every executor was busy at the peak: fewer would slow that part.
-        high = executors
-    dynamic = bool(ctx.app.flag("spark.dynamicAllocation.enabled"))
-    static = max(0, slot_time - high * cores * span)
-    # Releasing idle executors frees part of their idle time: executors
-    # live out the idle timeout, and come back for the next burst.
-    freed = static if dynamic else max(static, DYNAMIC_RELEASE * (slot_time - busy))
+    timeout, in_force = _timeouts(ctx, manager)
+    startup, startup_source = startup_ns(ctx.app, start)
+    replayed = replay_idle_timeout(lives, busy, timeout, startup)
+    if manager is None:
+        unchecked.insert(
+            0,
+            "the log states no master nor a platform's keys: which cluster "
+            "manager releases executors, and how, is unknown",
+        )
+    if not ctx.app.properties:
+        unchecked.insert(0, "the log states no Spark properties")
+    if in_force is not None and in_force <= PROPOSED_TIMEOUT_NS:
+        unchecked.append(
+            f"dynamic allocation is on with executorIdleTimeout {fmt_s(in_force)}, "
+            "yet executors outlived it: cached blocks "
+            "(spark.dynamicAllocation.cachedExecutorIdleTimeout), shuffle "
+            "tracking or minExecutors kept them, which the log does not show"
+        )
+    if replayed.freed_core_ns <= 0 and not unchecked:
+        return []  # the run is too short for the timeout to free anything
+    per_executor = max(life.slots for life in lives)
+    high = max_executors(peak, per_executor)
+    unit = "GPU slot" if gpu else "core"
     evidence: dict[str, object] = {
         "idle_share": idle,
+        "slot_unit": unit,
         "slot_time_ns": slot_time,
-        "idle_ns": slot_time - busy,
+        "idle_ns": slot_time - busy_ns,
         "slots": round(slot_time / span),
-        "cores_per_executor": cores,
-        "mean_busy_slots": mean,
+        "executors": len(lives),
+        "cores_per_executor": ctx.slots_per_executor(),
+        "mean_busy_slots": busy_ns / span,
         "peak_busy_slots": peak,
         "span_ns": span,
-        "freed_core_ns": freed,
+        "cluster_manager": manager,
+        "timeout_ns": timeout,
+        "timeout_in_force_ns": in_force,
+        "startup_ns": startup,
+        "startup_source": startup_source,
+        "releases": replayed.releases,
+        "cold_starts": replayed.cold_starts,
+        "freed_slot_ns": replayed.freed_slot_ns,
+        "freed_core_ns": replayed.freed_core_ns,
+        "freed_core_s": replayed.freed_core_ns / 1e9,
+        "freed_core_h": replayed.freed_core_ns / 3.6e12,
+        "gross_freed_core_s": replayed.gross_core_ns / 1e9,
+        "freed_by_executor": dict(
+            sorted(replayed.by_executor.items(), key=lambda kv: -kv[1])[:_LISTED]
+        ),
     }
-    if not ctx.app.properties:
-        # No EnvironmentUpdate: what the application ran with is unknown.
-        evidence["unchecked"] = "the log states no Spark properties"
-    action = (
-        f"executor slots waited {idle:.0%} of the run "
-        f"({fmt_s(slot_time - busy)} of {fmt_s(slot_time)} slot time; on average "
-        f"{mean:.2g} of {evidence['slots']} slots were busy, at most {peak}): "
-        f"{_dynamic_allocation_advice(ctx, low, high)}"
+    if gpu:
+        evidence["gpu_slots_per_executor"] = gpu
+    share = replayed.freed_slot_ns / slot_time
+    head = (
+        f"executor {unit}s waited {idle:.0%} of their executors' lifetimes "
+        f"({fmt_s(slot_time - busy_ns)} of {fmt_s(slot_time)} {unit}-time; on "
+        f"average {busy_ns / span:.2g} of {evidence['slots']} {unit}s were busy, "
+        f"at most {peak})"
     )
+    if gpu:
+        head += (
+            f" counting {gpu} GPU slot(s) per executor (concurrent GPU tasks; "
+            "idle CPU cores beside a busy GPU are not spare)"
+        )
+    core_s = replayed.freed_core_ns / 1e9
+    replay = (
+        f"an idle timeout of {fmt_s(timeout)} replayed per executor releases "
+        f"executors {replayed.releases} time(s) and frees "
+        f"{core_s:.3g} core-s ({core_s / 3600:.2g} core-h, {share:.1%} of the "
+        f"{unit}-time), net of {replayed.cold_starts} cold start(s) of "
+        f"{fmt_s(startup)}"
+    )
+    if unchecked:
+        evidence["unchecked"] = "; ".join(unchecked)
+        action = f"{head}; {replay}. Not checked: {evidence['unchecked']}"
+    else:
+        assert manager is not None
+        text, more = recipe(ctx.app, manager, timeout, high, len(lives))
+        evidence |= more
+        action = f"{head}; {replay}: {text}"
     return [
         Hint(
             "idle_capacity",
@@ -319,7 +375,7 @@ def idle_capacity(ctx: Context) -> list[Hint]:
             0.0,  # idle time is never on the critical path
             evidence,
             action,
-            predicted_saving_ns=float(freed),
-            saving_share=freed / slot_time,
+            predicted_saving_ns=float(replayed.freed_core_ns),
+            saving_share=share,
         )
     ]

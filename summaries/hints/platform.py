@@ -21,7 +21,13 @@ from collections.abc import Iterable
 
 from sparktrail.pag.context import AppContext
 
-__all__ = ["aqe_enabled", "can_speculate", "interactive_signs", "spark_at_least"]
+__all__ = [
+    "aqe_enabled",
+    "can_speculate",
+    "cluster_manager",
+    "interactive_signs",
+    "spark_at_least",
+]
 
 #: App names Spark's own shells give their applications.
 _SHELL_NAMES = frozenset({"spark shell", "pysparkshell", "sparkr", "spark-shell"})
@@ -54,6 +60,66 @@ def spark_at_least(app: AppContext, major: int, minor: int) -> bool | None:
 
 def _databricks(app: AppContext) -> bool:
     return any(key.startswith("spark.databricks.") for key in app.properties)
+
+
+#: Dataproc Serverless batch properties (Dataproc on YARN sets other
+#: ``spark.dataproc.*`` keys, and runs on ``yarn``).
+_DATAPROC_SERVERLESS_KEYS = (
+    "spark.dataproc.scaling.version",
+    "spark.dataproc.driver.compute.tier",
+    "spark.dataproc.executor.compute.tier",
+    "spark.dataproc.driver.disk.size",
+    "spark.dataproc.executor.disk.size",
+    "spark.dataproc.driver.disk.tier",
+    "spark.dataproc.executor.disk.tier",
+)
+
+
+def cluster_manager(app: AppContext) -> str | None:
+    """Who gives the application its executors, which decides how idle ones
+    are released (``None``: the log states no master nor a platform's keys).
+
+    ``local`` (``local``/``local[N]``/``local-cluster``: one machine),
+    ``databricks`` (any ``spark.databricks.*`` key), ``emr-serverless``
+    (``spark.emr-serverless.*``), ``glue`` (``spark.glue.*``),
+    ``dataproc-serverless`` (its batch keys, or ``spark.dataproc.*`` off
+    ``yarn``), else from the master: ``yarn``, ``standalone``
+    (``spark://``), ``kubernetes`` (``k8s://``), ``mesos``.
+
+    >>> cluster_manager(AppContext(master="k8s://https://10.0.0.1:443"))
+    'kubernetes'
+    >>> cluster_manager(AppContext(master="yarn",
+    ...     properties={"spark.databricks.clusterUsageTags.clusterId": "x"}))
+    'databricks'
+    >>> cluster_manager(AppContext(master="yarn",
+    ...     properties={"spark.dataproc.sql.parquet.enableFooterCache": "true"}))
+    'yarn'
+    >>> cluster_manager(AppContext()) is None
+    True
+    """
+    master = (app.master or app.setting("spark.master") or "").strip().lower()
+    if app.is_local or master.startswith("local"):
+        return "local"
+    keys = list(app.properties)
+    if _databricks(app):
+        return "databricks"
+    if any(k.startswith("spark.emr-serverless.") for k in keys):
+        return "emr-serverless"
+    if any(k.startswith("spark.glue.") for k in keys):
+        return "glue"
+    dataproc = any(k.startswith("spark.dataproc.") for k in keys)
+    serverless = any(k in app.properties for k in _DATAPROC_SERVERLESS_KEYS)
+    if serverless or (dataproc and master and master != "yarn"):
+        return "dataproc-serverless"
+    if master.startswith("yarn"):
+        return "yarn"
+    if master.startswith("spark://"):
+        return "standalone"
+    if master.startswith("k8s://"):
+        return "kubernetes"
+    if master.startswith("mesos://"):
+        return "mesos"
+    return None
 
 
 def aqe_enabled(app: AppContext) -> bool:

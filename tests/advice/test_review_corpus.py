@@ -50,13 +50,7 @@ CLAIMS = {
 
 #: Wrong hints the rules do not yet check, with why: each fails strictly
 #: (xfail) until its rule is fixed, then this entry must go.
-OPEN = {
-    "application_1553914137147_0018:parallelism@2": (
-        "a 2.5 GB cached block read remotely (RACK_LOCAL) on a cold executor "
-        "reads as too few partitions: parallelism does not yet look at "
-        "locality or at the slots concurrent jobs held"
-    ),
-}
+OPEN: dict[str, str] = {}
 
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"no logs under {ROOT}")
 

@@ -11,9 +11,9 @@ import pytest
 
 from sparktrail.dashboard import figures
 from sparktrail.engines import summarize
-from sparktrail.pag.context import AppContext
+from sparktrail.pag.context import AppContext, ExecutorLife
 from sparktrail.pag.trace import Trace, load_trace
-from sparktrail.summaries import HINT_SCHEMA, HintOptions
+from sparktrail.summaries import HINT_SCHEMA
 
 S = 1_000_000_000
 
@@ -355,24 +355,30 @@ def test_every_chart_has_a_one_line_caption_in_glossary_words() -> None:
 
 
 def test_the_report_has_captions_and_explained_hint_headings(tmp_path) -> None:
-    from sparktrail.dashboard.report import window_cp, write_report
+    from sparktrail.dashboard.report import write_report
+    from sparktrail.engines.profiler import Profile, window_cp
 
     # GIVEN a report of a small trace with a hint
     trace = pl.DataFrame(
         {
-            "src_worker": ["driver", "exec-1/0"],
-            "dst_worker": ["driver", "exec-1/0"],
-            "start_ns": [0, 10],
-            "end_ns": [10, 20],
-            "activity": ["driver", "processing"],
+            "src_worker": ["driver", "exec-1/0", "exec-2/0"],
+            "dst_worker": ["driver", "exec-1/0", "exec-2/0"],
+            "start_ns": [0, 10 * S, 10 * S],
+            "end_ns": [10 * S, 120 * S, 120 * S],
+            "activity": ["driver", "processing", "waiting"],
         }
     )
-    # (a run of 20 ns: no floor on the hint's saving, so that it is shown; a
-    # YARN application whose properties are known, so that it is checked)
-    app = AppContext(master="yarn", properties={"spark.master": "yarn"})
+    # (a YARN application whose properties and executors are known, so that
+    # its idle_capacity hint is checked: executor 2 idles 120 s, past a 30 s
+    # idle timeout)
+    executors = tuple(ExecutorLife(e, 1, added_ns=0) for e in ("1", "2"))
+    props = {"spark.master": "yarn", "spark.shuffle.service.enabled": "true"}
+    app = AppContext(master="yarn", properties=props, executors=executors)
     run = Trace(load_trace(trace).frame, app)
-    s = summarize(run, 10, options=HintOptions(min_saving_s=0.0))
-    page = write_report(s, window_cp(trace, 10, 20), tmp_path, "t").read_text()
+    s = summarize(run, 10 * S)
+    cp = window_cp(trace, 10 * S, 20 * S)
+    page = write_report(Profile(s, cp, "t"), tmp_path)
+    page = page.read_text()
     # THEN every chart's caption is under it, and hint headings explain themselves
     assert not s.hints.is_empty()
     for chart, caption in figures.CAPTIONS.items():

@@ -223,7 +223,9 @@ def test_parallelism_uses_true_rate_per_slot():
     assert ev["true_rate_per_slot"] == pytest.approx(1000 / 0.06)
     assert ev["observed_rate"] == pytest.approx(2000 / 0.1)
     assert (ev["pi"], ev["partitions"], ev["slots_now"]) == (4, 4, 2)
-    assert "spark.sql.shuffle.partitions=4" in row["action"]
+    # AND it reads no shuffle: the split is a repartition before it
+    assert "repartition(4)" in row["action"]
+    assert "spark.sql.shuffle.partitions=4" not in row["action"]
 
 
 def test_parallelism_silent_when_slots_suffice():
@@ -308,8 +310,9 @@ def test_start_up_and_the_tail_are_not_driver_bound():
     assert "driver_bound" not in hints(t.frame(), 180, MET)["kind"].to_list()
 
 
-def test_idle_capacity_suggests_dynamic_allocation_bounds():
-    # GIVEN 2 executors x 2 slots; one slot busy all run, the rest 10 ms
+def test_idle_capacity_without_a_context_says_it_could_not_check():
+    # GIVEN 2 executors x 2 slots; one slot busy all run, the rest 10 ms,
+    # and no context (no master, no ExecutorAdded)
     t = Trace()
     t.task("exec-1/0", 0, [("processing", 100)])
     for w in ("exec-1/1", "exec-2/0", "exec-2/1"):
@@ -321,8 +324,11 @@ def test_idle_capacity_suggests_dynamic_allocation_bounds():
     row, ev = only(frame, "idle_capacity")
     assert ev["idle_share"] == pytest.approx(0.675)
     assert (ev["peak_busy_slots"], ev["mean_busy_slots"]) == (4, pytest.approx(1.3))
-    assert "spark.dynamicAllocation.maxExecutors=2" in row["action"]
-    assert "spark.dynamicAllocation.minExecutors=0" in row["action"]
+    # AND with no master nor executors it names no setting: info, unchecked
+    # (per cluster manager: tests/summaries/test_capacity_hints.py)
+    assert "no master" in ev["unchecked"] and "ExecutorAdded" in ev["unchecked"]
+    assert "spark.dynamicAllocation" not in row["action"]
+    assert row["severity"] == "info"
 
 
 def test_hints_round_trip_through_parquet_and_json(tmp_path):
