@@ -9,6 +9,7 @@ one trace file per batch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -22,7 +23,13 @@ import polars as pl
 
 from sparktrail.pag.trace import Trace, validate_trace, write_trace
 
-from .eventlog import EventLogError, EventLogReader, EventLogWarning, resolve
+from .eventlog import (
+    EventLogError,
+    EventLogReader,
+    EventLogWarning,
+    decompressed_chunks,
+    resolve,
+)
 from .fields import MS, EventError
 from .outliers import GrowingCensus, SetAsideWarning, TimeCensus
 from .spark_model import ImportStats, SparkModel
@@ -116,18 +123,29 @@ def _warn_stream_gaps(path: str | os.PathLike[str], model: SparkModel) -> None:
 
 
 def time_census(path: str | os.PathLike[str]) -> TimeCensus:
-    """The times of every event of a log (a first pass over it), closed.
+    """The times of every event of a log (a first pass over its text), closed.
 
     Its lines' problems are reported by the second pass, which feeds the
     model, so this one reads them silently.
     """
     census = TimeCensus()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EventLogWarning)
-        for event in EventLogReader(path).events():
-            census.add(event)
+    source = resolve(path)
+    for file in source.files:
+        with contextlib.suppress(OSError, ValueError), file.open("rb") as stream:
+            tail = b""
+            # A cut or corrupt stream stops here; the second pass says so.
+            for chunk in decompressed_chunks(stream, source.codec(file), _no_op):
+                text = tail + chunk
+                cut = text.rfind(b"\n") + 1
+                census.add_text(text[:cut])
+                tail = text[cut:]
+            census.add_text(tail)
     census.close()
     return census
+
+
+def _no_op() -> None:
+    pass
 
 
 def _warn_set_aside(path: str | os.PathLike[str], census: TimeCensus) -> None:
