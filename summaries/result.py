@@ -90,8 +90,9 @@ class HintOptions:
     #: times slower than the same stages' tasks elsewhere; and >= min share.
     straggler_factor: float = 2.0
     straggler_slowdown: float = 1.5
-    #: Tasks each side must run in a stage for the slowdown to count it.
-    straggler_min_tasks: int = 2
+    #: Tasks each side must run, in all, in the stages an executor's
+    #: slowdown compares (one task a side in each stage counts).
+    straggler_min_tasks: int = 3
     straggler_min_share: float = 0.10
     #: A task "has high CP" when its share of the critical path in the
     #: windows it ran in is at least this.

@@ -3,17 +3,29 @@
 * ``straggler_executor``: an executor that is slow at the same work, or
   holds more of the path than its share:
 
-  - *slowdown*: in the stages where it and other executors each ran
-    ``straggler_min_tasks`` tasks or more (each executor's first wave left
-    out: it carries start-up), its median task time over theirs; the
-    median of those ratios (at least ``straggler_slowdown``). This
-    compares like with like, so it does not flip with how the run's
-    windows split the fair share;
-  - or its whole-run CP share is ``straggler_factor`` x its fair share
-    (see :mod:`~sparktrail.summaries.straggler`) and at least
-    ``straggler_min_share``.
+  - *slowdown*: in each stage where it and other executors each ran a
+    task or more, its median task time over theirs; the median of those
+    ratios over the stages (at least ``straggler_slowdown``), once those
+    stages hold ``straggler_min_tasks`` of its tasks and of the others'
+    in all. Evidence pools across stages: ten stages of one task per
+    executor count like one stage of ten. Cold tasks are left out: each
+    executor's first wave (launched before any task there finished), and
+    in its first stage the tasks that spent most of their time before
+    running (deserializing: a new executor of dynamic allocation is
+    churn, not a slow host). This compares like with like, so it does
+    not flip with how the run's windows split the fair share;
+  - or, when no slowdown can be measured, its whole-run CP share is
+    ``straggler_factor`` x its fair share (see
+    :mod:`~sparktrail.summaries.straggler`) and at least
+    ``straggler_min_share`` (a measured slowdown under
+    ``straggler_slowdown`` vetoes it: the executor holds the path because
+    it ran more, or ran a slow task, which the task hints name).
 
-  Needs two or more executors. Its GC share is ``gc`` time / busy
+  Needs two or more executors. When the context knows the executors'
+  hosts, its slowdown against the executors of its own host
+  (``host_slowdown``) says what to act on: slow beside them too, the
+  executor itself (its JVM), not the host; alone on its host, or its
+  host's executors as slow, the host. Its GC share is ``gc`` time / busy
   (non-waiting) time of its slots. Predicted saving: its critical time
   times ``1 - 1 / slowdown`` (its tasks at the others' speed).
 * ``idle_capacity``: each executor's slots (its cores; on a GPU
@@ -71,14 +83,43 @@ def _first_waves(tasks: pl.DataFrame) -> pl.Expr:
     return pl.col("launch_ns") < first_end
 
 
-def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
+#: A task of an executor's first stage that spent this share of its time
+#: before running (scheduling, deserialization) is a cold start.
+COLD_SHARE = 0.5
+
+
+def _cold(tasks: pl.DataFrame) -> pl.Expr:
+    """Tasks that carry their executor's start-up, not its speed: its first
+    wave, and the tasks of its first stage that spent most of their time
+    before running (a new executor deserializing its first task binaries
+    and broadcasts: churn of dynamic allocation)."""
+    cold = _first_waves(tasks)
+    if "overhead_ns" not in tasks.columns:
+        return cold
+    first_stage = (
+        pl.col("stage_id").sort_by("launch_ns", "stage_id").first().over("executor")
+    )
+    overhead = pl.col("overhead_ns").fill_null(0)
+    before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
+    return cold | ((pl.col("stage_id") == first_stage) & before_run)
+
+
+def _slowdowns(
+    tasks: pl.DataFrame, min_tasks: int, hosts: dict[str, str] | None = None
+) -> dict[str, float]:
     """Each executor's median over stages of (its median task time / the
-    other executors' median task time in the same stage), counting only
-    stages where each side ran ``min_tasks`` tasks or more, and leaving out
-    each executor's first wave of tasks."""
+    other executors' median task time in the same stage), over the stages
+    where each side ran a task or more, once those stages hold
+    ``min_tasks`` of its tasks and ``min_tasks`` of the others' in all;
+    failed attempts and cold tasks (:func:`_cold`) left out.
+
+    With ``hosts`` (executor -> host), "the others" are the executors on
+    its own host; an executor alone on its host has no slowdown.
+    """
     # Only the columns read are filtered (selecting them copies nothing).
+    wanted = ["executor", "stage_id", "status", "duration_ns", "launch_ns", "end_ns"]
     tasks = tasks.select(
-        "executor", "stage_id", "status", "duration_ns", "launch_ns", "end_ns"
+        *wanted, *(["overhead_ns"] if "overhead_ns" in tasks.columns else [])
     )
     done = (
         tasks.filter(
@@ -86,7 +127,7 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
             & pl.col("stage_id").is_not_null()
             & (pl.col("status").is_null() | (pl.col("status") == "success"))
         )
-        .filter(~_first_waves(tasks))
+        .filter(~_cold(tasks))
         .select("stage_id", "executor", "duration_ns")
     )
     if done.is_empty():
@@ -96,21 +137,34 @@ def _slowdowns(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
     )
     # The others' medians in numpy, over executor codes: a polars filter
     # per (stage, executor) was a query each (~0.2 ms).
-    names = done["executor"].unique().to_list()
+    names = [str(n) for n in done["executor"].unique().to_list()]
     codes = done["executor"].replace_strict(
         names, list(range(len(names))), return_dtype=pl.Int64
     )
     code, stage_of = codes.to_numpy(), done["stage_id"].to_numpy()
     durations = done["duration_ns"].to_numpy()
+    host_of = np.array([(hosts or {}).get(n) or f"?{n}" for n in names])[code]
     ratios: dict[str, list[float]] = {}
-    for stage, executor, median_own, _ in own.filter(pl.col("n") >= min_tasks).rows():
-        others = durations[(stage_of == stage) & (code != names.index(executor))]
-        if len(others) < min_tasks:
+    counts: dict[str, list[int]] = {}  # [own tasks, others' tasks]
+    for stage, executor, median_own, n in own.rows():
+        executor = str(executor)
+        peers = (stage_of == stage) & (code != names.index(executor))
+        if hosts is not None:
+            peers &= host_of == (hosts.get(executor) or f"?{executor}")
+        others = durations[peers]
+        if len(others) == 0:
             continue
         median = float(np.median(others))
         if median > 0:
-            ratios.setdefault(str(executor), []).append(float(median_own) / median)
-    return {ex: sorted(r)[len(r) // 2] for ex, r in ratios.items()}
+            ratios.setdefault(executor, []).append(float(median_own) / median)
+            seen = counts.setdefault(executor, [0, 0])
+            seen[0] += int(n)
+            seen[1] += len(others)
+    return {
+        ex: sorted(r)[len(r) // 2]
+        for ex, r in ratios.items()
+        if min(counts[ex]) >= min_tasks
+    }
 
 
 def _saving(
@@ -136,26 +190,53 @@ def _saving(
     return critical_ns * max(0.0, 1 - 1 / slowdown) if slowdown > 0 else 0.0
 
 
-def _speculation_advice(ctx: Context) -> str:
+def _speculation_advice(ctx: Context, hosts: int, own_fault: bool) -> str:
+    """What speculation can do, and what to leave out if it stays slow
+    (``hosts``: the distinct hosts of the executors, 0 when unknown;
+    ``own_fault``: it is slow beside its own host's executors)."""
+    if own_fault:
+        leave_out = (
+            "kill it (SparkContext.killExecutors) so a fresh one replaces it; "
+            "its host's other executors are not slow, so keep the host"
+        )
+    else:
+        leave_out = (
+            "exclude its host (spark.excludeOnFailure.enabled=true, or leave the "
+            "node out)"
+        )
+    if ctx.app.is_local or hosts == 1:
+        # Spark never launches a copy on a host where the task already has
+        # an attempt (TaskSetManager), and here there is one host.
+        return (
+            "speculation cannot help: every executor is on one host, and Spark "
+            f"never runs a copy on the host of the original; {leave_out}"
+        )
     if ctx.app.flag("spark.speculation"):
         multiplier = ctx.app.setting("spark.speculation.multiplier") or "1.5"
         quantile = ctx.app.setting("spark.speculation.quantile") or "0.75"
         return (
             f"speculation is already on (multiplier {multiplier}, quantile "
             f"{quantile}) and did not catch it, since every task there is slow, "
-            "not a few: exclude its host (spark.excludeOnFailure.enabled=true, "
-            "or leave the node out)"
+            f"not a few: {leave_out}"
         )
     return (
         "set spark.speculation=true, spark.speculation.multiplier=1.5, "
         "spark.speculation.quantile=0.75 so its slow tasks get copies; if it "
-        "stays slow exclude its host (spark.excludeOnFailure.enabled=true, or "
-        "leave the node out)"
+        f"stays slow {leave_out}"
     )
 
 
 #: An executor with less of the critical path than this held nothing back.
 MIN_CRITICAL_SHARE = 0.02
+
+
+def _hosts(ctx: Context) -> dict[str, str]:
+    """Executor id -> host, for the executors whose host the context knows."""
+    return {
+        e.executor_id: e.host
+        for e in ctx.app.executors
+        if e.host and e.executor_id != "driver"
+    }
 
 
 def straggler_executor(ctx: Context) -> list[Hint]:
@@ -166,24 +247,33 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     if len(rows) < 2:
         return []
     slowdowns = _slowdowns(ctx.tasks, opts.straggler_min_tasks)
+    hosts = _hosts(ctx)
+    beside_own = _slowdowns(ctx.tasks, opts.straggler_min_tasks, hosts) if hosts else {}
     has_path = bool(ctx.executor["cp_share"].sum() > 0)
     hints = []
     for ex in rows.iter_rows(named=True):
         ratio = ex["ratio"]
-        slowdown = slowdowns.get(str(ex["executor_id"]))
+        executor = str(ex["executor_id"])
+        slowdown = slowdowns.get(executor)
         slow = slowdown is not None and slowdown >= opts.straggler_slowdown
         unfair = ratio is not None and ratio >= opts.straggler_factor
         unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
         if not (slow or unfair) or (has_path and ex["cp_share"] < MIN_CRITICAL_SHARE):
             continue  # a slow executor off the critical path held nothing back
-        if slowdown is not None and slowdown < 1.0:
-            continue  # it holds the path because it ran more, not slower
+        if slowdown is not None and not slow:
+            # Measured at the same work, it is not slow: it holds the path
+            # because it ran more, or a slow task of its (the task hints').
+            continue
+        host_slowdown = beside_own.get(executor)
+        own_fault = (host_slowdown or 0.0) >= opts.straggler_slowdown
         gc = _gc_share(ctx.slot_time, ex["executor_id"])
         evidence = {
             "cp_share": ex["cp_share"],
             "fair_share": ex["fair_share"],
             "ratio": ratio,
             "slowdown": slowdown,
+            "host": hosts.get(executor),
+            "host_slowdown": host_slowdown,
             "slots": ex["slots"],
             "gc_share": gc,
             "executors": len(rows),
@@ -196,24 +286,36 @@ def straggler_executor(ctx: Context) -> list[Hint]:
                 f"GC took {gc:.0%} of its task time: raise {memory} "
                 "or lower spark.memory.fraction / cache less on it"
             )
+        elif own_fault:
+            why = (
+                f"GC is only {gc:.0%} of its task time, so look at the executor "
+                "itself (its stderr, a thread dump: a stuck or busy thread, its "
+                "Python workers)"
+            )
         else:
             why = (
                 f"GC is only {gc:.0%} of its task time, so check its host "
                 "(CPU steal, disk, network)"
             )
-        speed = (
-            f"its tasks take {slowdown:.1f}x as long as the same stages' tasks "
-            "elsewhere and it "
-            if slow and slowdown is not None
-            else ""
-        )
+        speed = ""
+        if slow and slowdown is not None:
+            speed = (
+                f"its tasks take {slowdown:.1f}x as long as the same stages' tasks "
+                "elsewhere"
+            )
+            if own_fault and host_slowdown is not None and len(set(hosts.values())) > 1:
+                speed += (
+                    f" ({host_slowdown:.1f}x those of the other executors on its "
+                    f"host {hosts.get(executor)})"
+                )
+            speed += ", and it "
         action = (
             f"executor {ex['executor_id']}: {speed}carries {ex['cp_share']:.0%} of "
             f"the critical path against a fair share of {ex['fair_share']:.0%}: "
-            f"{_speculation_advice(ctx)}; {why}"
+            f"{_speculation_advice(ctx, len(set(hosts.values())), own_fault)}; {why}"
         )
         critical_ns = ex["cp_share"] * ctx.wall_ns
-        saving = _saving(ctx, str(ex["executor_id"]), critical_ns, slowdown)
+        saving = _saving(ctx, executor, critical_ns, slowdown)
         hints.append(
             Hint(
                 "straggler_executor",

@@ -455,18 +455,26 @@ def _not_its_own(ctx: Context, task: dict[str, Any]) -> bool:
     """Whether a slow task's time is not its partition's doing: most of the
     tasks of its stage that ran beside it were as slow (a wave that stalled
     together: a JVM-wide GC pause, a slow host), or it was its executor's
-    first task and spent most of it before running (a cold executor)."""
+    first task and spent most of it before running (a cold executor).
+
+    With one task beside it (two slots), that task must also have run
+    beside it for most of its time: two slow tasks side by side on two
+    slots are a stall (they cannot be told from two slow partitions that
+    ran at once)."""
     slow_bound = ctx.options.straggler_task_factor
     others = pl.col("task_id") != task["task_id"]
     stage = ctx.tasks.filter((pl.col("stage_id") == task["stage_id"]) & others)
     beside = stage.filter(
         (pl.col("launch_ns") < task["end_ns"]) & (pl.col("end_ns") > task["launch_ns"])
     )
-    if beside.height >= 2:
-        as_slow = beside.filter(
-            pl.col("duration_ns") >= slow_bound * task["median_ns"]
-        ).height
-        if as_slow >= WAVE_STALL_SHARE * beside.height:
+    as_slow = beside.filter(pl.col("duration_ns") >= slow_bound * task["median_ns"])
+    if beside.height >= 2 and as_slow.height >= WAVE_STALL_SHARE * beside.height:
+        return True
+    if beside.height == 1 and as_slow.height == 1:
+        overlap = min(task["end_ns"], as_slow["end_ns"][0]) - max(
+            task["launch_ns"], as_slow["launch_ns"][0]
+        )
+        if overlap >= WAVE_STALL_SHARE * task["duration_ns"]:
             return True
     executor = task["executor"]
     if executor is None or "run_ns" not in ctx.tasks.columns:

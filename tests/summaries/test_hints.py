@@ -487,3 +487,70 @@ def test_a_hint_that_saves_under_a_second_is_info():
     row, _ = only(frame, "straggler_task")
     assert row["severity"] == "info"
     assert row["predicted_saving_ns"] < 1e9
+
+
+def test_one_task_stages_pool_into_a_straggler_executor():
+    # GIVEN ten stages of one task per one-core executor, executor 2's task
+    # taking 2.5x as long (no stage has two tasks a side)
+    t = Trace()
+    for stage in range(10):
+        start = 250 * stage
+        t.task("exec-1/0", start, [("processing", 100)], stage=stage)
+        t.task("exec-2/0", start, [("processing", 250)], stage=stage)
+    frame = hints(t.frame(), 2500, MET)
+    # THEN executor 2 is named, its slowdown pooled over the nine stages
+    # after its first (start-up) wave
+    row, ev = only(frame, "straggler_executor")
+    assert row["executor_id"] == "2"
+    assert ev["slowdown"] == pytest.approx(2.5)
+
+
+def test_two_one_task_stages_are_too_little_evidence():
+    # GIVEN the same imbalance over three stages: the first is start-up, the
+    # other two hold two tasks a side, under straggler_min_tasks (3)
+    t = Trace()
+    for stage in range(3):
+        t.task("exec-1/0", 250 * stage, [("processing", 100)], stage=stage)
+        t.task("exec-2/0", 250 * stage, [("processing", 250)], stage=stage)
+    # WHEN the fair-share fallback cannot fire either (factor 10)
+    options = HintOptions(min_saving_s=0.0, straggler_factor=10.0)
+    # THEN no executor is named
+    assert "straggler_executor" not in hints(t.frame(), 750, options)["kind"].to_list()
+
+
+def test_two_slots_stalling_together_are_no_straggler_tasks():
+    # GIVEN a stage of 12 tasks on 2 slots (not the executors' first) whose
+    # first wave, both slots at once, takes 10x the others' 10 ms
+    t = Trace()
+    for s in (0, 1):
+        t.task(f"exec-{s + 1}/0", 0, [("processing", 10)], stage=0)
+    for s in (0, 1):
+        t.task(f"exec-{s + 1}/0", 10, [("processing", 100)], stage=1)
+    for i in range(5):
+        for s in (0, 1):
+            t.task(f"exec-{s + 1}/0", 110 + 10 * i, [("processing", 10)], stage=1)
+    # WHEN hints are computed  THEN neither is a straggler task: the task
+    # beside each was as slow all along
+    assert "straggler_task" not in hints(t.frame(), 160)["kind"].to_list()
+
+
+def test_two_slow_tasks_that_barely_overlap_are_stragglers():
+    # GIVEN the same stage where slot 1 starts its slow task 60 ms after
+    # slot 0's (its stage-0 task ran until then): they ran side by side for
+    # 40 of their 100 ms
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 10)], stage=0)
+    t.task("exec-2/0", 0, [("processing", 70)], stage=0)
+    t.task("exec-1/0", 10, [("processing", 100)], stage=1)
+    t.task("exec-2/0", 70, [("processing", 100)], stage=1)
+    for i in range(10):
+        t.task(
+            f"exec-{i % 2 + 1}/0", 170 + 10 * (i // 2), [("processing", 10)], stage=1
+        )
+    # WHEN hints are computed  THEN they are not one stall: each is named
+    # (one hint on the stage, two occurrences), and their executor, as fast
+    # as the other at the stage's other tasks, is not
+    frame = hints(t.frame(), 220)
+    row, _ = only(frame, "straggler_task")
+    assert row["occurrences"] == 2
+    assert "straggler_executor" not in frame["kind"].to_list()

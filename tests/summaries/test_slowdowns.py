@@ -1,4 +1,5 @@
-"""An executor's slowdown: its median task time over the others', per stage."""
+"""An executor's slowdown: its median task time over the others', per stage,
+pooled over the stages where each side ran a task."""
 
 from __future__ import annotations
 
@@ -11,28 +12,60 @@ from hypothesis import strategies as st
 from sparktrail.summaries.hints.executors import _slowdowns
 
 
-def reference(tasks: pl.DataFrame, min_tasks: int) -> dict[str, float]:
+def reference(
+    tasks: pl.DataFrame, min_tasks: int, hosts: dict[str, str] | None = None
+) -> dict[str, float]:
     """The rule's definition, task by task in Python."""
     # Failed attempts say nothing of speed; of the others, each executor's
-    # first wave (launched before its first end) carries its start-up.
+    # first wave (launched before its first end) carries its start-up, and
+    # so do the tasks of its first stage that mostly ran before running.
     ok = [r for r in tasks.to_dicts() if r["status"] in (None, "success")]
     first_end: dict[str, int] = {}
+    first: dict[str, dict] = {}
     for r in ok:
         ex = r["executor"]
         first_end[ex] = min(first_end.get(ex, r["end_ns"]), r["end_ns"])
-    done = [r for r in ok if r["launch_ns"] >= first_end[r["executor"]]]
+        key = (r["launch_ns"], r["stage_id"])
+        if ex not in first or key < (first[ex]["launch_ns"], first[ex]["stage_id"]):
+            first[ex] = r
+    done = [
+        r
+        for r in ok
+        if r["launch_ns"] >= first_end[r["executor"]]
+        and not (
+            r["stage_id"] == first[r["executor"]]["stage_id"]
+            and r.get("overhead_ns", 0) >= 0.5 * r["duration_ns"]
+        )
+    ]
+
+    def host(ex: str) -> str:
+        return (hosts or {}).get(ex) or f"?{ex}"
+
     ratios: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
     for stage in {r["stage_id"] for r in done}:
         in_stage = [r for r in done if r["stage_id"] == stage]
         for ex in {r["executor"] for r in in_stage}:
             own = [r["duration_ns"] for r in in_stage if r["executor"] == ex]
-            others = [r["duration_ns"] for r in in_stage if r["executor"] != ex]
-            if len(own) < min_tasks or len(others) < min_tasks:
+            others = [
+                r["duration_ns"]
+                for r in in_stage
+                if r["executor"] != ex
+                and (hosts is None or host(r["executor"]) == host(ex))
+            ]
+            if not others:
                 continue
             median = statistics.median(others)
             if median > 0:
                 ratios.setdefault(ex, []).append(statistics.median(own) / median)
-    return {ex: sorted(r)[len(r) // 2] for ex, r in ratios.items()}
+                seen = counts.setdefault(ex, [0, 0])
+                seen[0] += len(own)
+                seen[1] += len(others)
+    return {
+        ex: sorted(r)[len(r) // 2]
+        for ex, r in ratios.items()
+        if min(counts[ex]) >= min_tasks
+    }
 
 
 task = st.tuples(
@@ -41,12 +74,15 @@ task = st.tuples(
     st.sampled_from([None, "success", "failed"]),
     st.integers(0, 50),  # launch
     st.integers(0, 40),  # duration
+    st.integers(0, 40),  # overhead (scheduling, deserialization)
 )
+#: Hosts of the executors: none known, "1" and "2" sharing one, or each its own.
+HOSTS = st.sampled_from([None, {"1": "a", "2": "a", "3": "b"}, {"1": "a", "3": "b"}])
 
 
-@given(st.lists(task, min_size=1, max_size=60), st.integers(1, 4))
-@settings(max_examples=150, deadline=None)
-def test_slowdowns_follow_their_definition(rows, min_tasks):
+@given(st.lists(task, min_size=1, max_size=60), st.integers(1, 4), HOSTS)
+@settings(max_examples=200, deadline=None)
+def test_slowdowns_follow_their_definition(rows, min_tasks, hosts):
     # GIVEN task facts of a few executors and stages
     tasks = pl.DataFrame(
         [
@@ -57,13 +93,15 @@ def test_slowdowns_follow_their_definition(rows, min_tasks):
                 "launch_ns": launch,
                 "end_ns": launch + duration,
                 "duration_ns": duration,
+                "overhead_ns": min(overhead, duration),
             }
-            for ex, stage, status, launch, duration in rows
+            for ex, stage, status, launch, duration, overhead in rows
         ]
     )
     # THEN each executor's slowdown is the median of its per-stage ratios
-    got = _slowdowns(tasks, min_tasks)
-    want = reference(tasks, min_tasks)
+    # (against its own host's executors when hosts are given)
+    got = _slowdowns(tasks, min_tasks, hosts)
+    want = reference(tasks, min_tasks, hosts)
     assert got.keys() == want.keys()
     for ex, value in want.items():
         assert abs(got[ex] - value) <= 1e-12 * max(1.0, abs(value))
