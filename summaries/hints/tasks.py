@@ -284,9 +284,9 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         "predicted_task_ns": predicted,
     }
     slow_copy = _slow_copy_ns(ctx, task)
-    took = (
-        f"task {task['task_id']} ran {ratio:.1f}x the stage's median time on "
-        f"normal-sized input"
+    sized = task["records"] or task["bytes"]
+    took = f"task {task['task_id']} ran {ratio:.1f}x the stage's median time on " + (
+        "normal-sized input" if sized else "input whose size Spark did not report"
     )
     where = f"{_where(task)} on {task['worker']}"
     critical_ns = task["running_cp_share"] * task["duration_ns"]

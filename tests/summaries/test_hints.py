@@ -554,3 +554,15 @@ def test_two_slow_tasks_that_barely_overlap_are_stragglers():
     row, _ = only(frame, "straggler_task")
     assert row["occurrences"] == 2
     assert "straggler_executor" not in frame["kind"].to_list()
+
+
+def test_a_straggler_whose_input_size_is_unknown_is_not_called_normal_sized():
+    # GIVEN the time-skewed stage with no records or bytes reported (a GPU
+    # plan's tasks report none)
+    frame = skewed_stage(100).with_columns(
+        pl.lit(None, pl.Int64).alias("records"), pl.lit(None, pl.Int64).alias("bytes")
+    )
+    # WHEN hints are computed  THEN the straggler does not claim its size
+    row, _ = only(hints(frame, 100), "straggler_task")
+    assert "normal-sized" not in row["action"]
+    assert "size Spark did not report" in row["action"]
