@@ -374,14 +374,15 @@ def plain_stretches(
     _check(window_ns)
     if trace.is_empty():
         return []
-    times = np.unique(
-        np.concatenate([trace["start_ns"].to_numpy(), trace["end_ns"].to_numpy()])
-    )
-    before, after = times[:-1] - origin_ns, times[1:] - origin_ns
-    # The first window starting after one event, and the last ending before
-    # the next (module docstring: a window is [ts, te], both ends in it).
-    first = np.maximum(before // window_ns + 1, 0)
-    last = (after - 1) // window_ns - 1
+    # The windows holding an event: its own, and the one before when it lies
+    # on a boundary (module docstring: a window is [ts, te], both ends in
+    # it). Hashed, not sorted: their number is at most the windows'.
+    times = pl.concat([trace["start_ns"], trace["end_ns"]]).cast(pl.Int64) - origin_ns
+    times = times.clip(lower_bound=0)
+    own = times // window_ns
+    before = own.filter((times % window_ns == 0) & (own > 0)) - 1
+    held = pl.concat([own, before]).unique().sort().to_numpy()
+    first, last = held[:-1] + 1, held[1:] - 1
     long = np.flatnonzero(last - first + 1 >= min_windows)
     return [(int(first[i]), int(last[i])) for i in long]
 

@@ -14,6 +14,7 @@ import itertools
 import warnings
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -161,3 +162,35 @@ def test_listed_spans_cover_the_listed_windows(gap_s: int) -> None:
     assert all(b <= c for (_, b), (c, _) in itertools.pairwise(spans))
     stretches = {(a * S, (b + 1) * S) for a, b in plain_stretches(trace, S)}
     assert all(b - a == S or (a, b) in stretches for a, b in spans)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_plain_stretches_are_the_windows_without_an_event(seed: int) -> None:
+    # GIVEN random rows, some ending or starting on window boundaries
+    rng = np.random.default_rng(seed)
+    w = 10
+    start = rng.integers(0, 400, size=12) * rng.choice([1, w], size=12)
+    end = start + rng.integers(0, 300, size=12)
+    trace = pl.DataFrame({"start_ns": start, "end_ns": end})
+    # WHEN the stretches of at least 3 windows are found
+    got = plain_stretches(trace, w, 0, min_windows=3)
+    # THEN they are the runs of windows whose closed span holds no event,
+    # between the first and the last event, by brute force
+    events = np.concatenate([start, end])
+    plain = [
+        not ((events >= k * w) & (events <= (k + 1) * w)).any()
+        for k in range(int(events.max()) // w + 1)
+    ]
+    first = int(events.min()) // w
+    runs, k = [], first
+    while k < len(plain):
+        if plain[k]:
+            j = k
+            while j + 1 < len(plain) and plain[j + 1]:
+                j += 1
+            if j - k + 1 >= 3 and j + 1 < len(plain):
+                runs.append((k, j))
+            k = j + 1
+        else:
+            k += 1
+    assert got == runs
