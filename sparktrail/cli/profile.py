@@ -220,10 +220,8 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     print(f"\nHints ({len(hints)}):", file=out)
     for row in hints.iter_rows(named=True):
         saving = saving_text(row)
-        print(
-            f"  [{row['severity']}] {row['kind']}, saves {saving}: {row['action']}",
-            file=out,
-        )
+        saves = f", saves {saving}" if saving else ""
+        print(f"  [{row['severity']}] {row['kind']}{saves}: {row['action']}", file=out)
     small = len(summaries.hints) - len(hints)
     if hints.is_empty():
         print("  none: no rule's numbers crossed its threshold", file=out)
