@@ -34,6 +34,7 @@ SUBCOMMANDS = {
     "live": "live",
     "serve": "serve",
     "whatif": "whatif",
+    "compare": "compare",
 }
 
 

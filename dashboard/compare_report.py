@@ -1,0 +1,358 @@
+"""The comparison report: did the fix work? One self-contained HTML page.
+
+:func:`write_compare_report` renders a
+:class:`~sparktrail.engines.comparison.Comparison` as ``report.html``: the
+verdict (:func:`comparison_verdict`, the sentence ``sparktrail compare``
+prints first), a waterfall of critical seconds by operator from BEFORE's
+wall time to AFTER's (:func:`waterfall`), the settings diff, the checked
+savings of BEFORE's hints and the regressions. plotly.js is inlined, as in
+the profile report (:mod:`~sparktrail.dashboard.report`), whose style it
+shares, so the page opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import polars as pl
+
+from sparktrail.engines.comparison import UNATTRIBUTED, Comparison
+
+from .report import _STYLE
+
+__all__ = [
+    "LABEL_CHARS",
+    "comparison_verdict",
+    "duration_text",
+    "short_label",
+    "waterfall",
+    "write_compare_report",
+]
+
+#: An operator label longer than this is cut (the whole label on hover).
+LABEL_CHARS = 48
+#: Operators drawn in the waterfall; the rest are one bar.
+WATERFALL_TOP = 12
+#: Wall-time deltas under this share of BEFORE's wall time (or 0.2 s) are
+#: "as fast".
+SAME_SHARE, SAME_S = 0.02, 0.2
+
+
+def short_label(label: str, chars: int = LABEL_CHARS) -> str:
+    """``label`` cut to ``chars`` characters with an ellipsis.
+
+    >>> short_label("collect at etl.py:76 · HashAggregate [k]", 20)
+    'collect at etl.py:7…'
+    """
+    return label if len(label) <= chars else label[: chars - 1] + "…"
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds for a sentence.
+
+    >>> [duration_text(s) for s in (0.0042, 0.35, 1.25, 38.2, 125)]
+    ['4 ms', '350 ms', '1.2 s', '38 s', '2 min 5 s']
+    """
+    s = abs(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    minutes, rest = divmod(round(s), 60)
+    return f"{minutes} min {rest} s"
+
+
+def _same(c: Comparison) -> bool:
+    before = c.wall_before_ns / 1e9
+    return abs(c.wall_delta_s) < max(SAME_S, SAME_SHARE * before)
+
+
+def comparison_verdict(c: Comparison) -> str:
+    """One sentence: how much faster or slower, which operator made most of
+    it, and what the first applied hint predicted against what it saved.
+
+    >>> from sparktrail.engines.comparison import FRAMES
+    >>> frames = {n: pl.DataFrame(schema=s) for n, s in FRAMES.items()}
+    >>> frames["operators"] = pl.DataFrame({"operator": ["agg at etl.py:76",
+    ...     UNATTRIBUTED], "delta_s": [-35.0, -3.0], "matched": [True, True]})
+    >>> c = Comparison("a", "b", 100 * 10**9, 62 * 10**9, matched_operators=1,
+    ...     **frames)
+    >>> comparison_verdict(c)
+    '38 s faster (100 s → 62 s): 35 s of it is agg at etl.py:76.'
+    """
+    before, after = c.wall_before_ns / 1e9, c.wall_after_ns / 1e9
+    span = f"({duration_text(before)} → {duration_text(after)})"
+    if _same(c):
+        head = f"As fast as before {span}"
+    else:
+        way = "faster" if c.wall_delta_s < 0 else "slower"
+        head = f"{duration_text(c.wall_delta_s)} {way} {span}"
+        sign = -1.0 if c.wall_delta_s < 0 else 1.0
+        ops = c.operators.filter(pl.col("delta_s") * sign > 0).sort(
+            pl.col("delta_s").abs(), descending=True
+        )
+        if len(ops):
+            top = ops.row(0, named=True)
+            where = (
+                "outside any stage (driver, idle)"
+                if top["operator"] == UNATTRIBUTED
+                else short_label(str(top["operator"]), 60)
+            )
+            head += f": {duration_text(top['delta_s'])} of it is {where}"
+    return head + _hint_clause(c.hints) + "."
+
+
+def _hint_clause(hints: pl.DataFrame) -> str:
+    if hints.is_empty():
+        return ""
+    applied = hints.filter(pl.col("applied")).sort(
+        pl.col("predicted_saving_s").fill_null(0.0), descending=True
+    )
+    if applied.is_empty():
+        n = len(hints)
+        return f"; {'the' if n == 1 else f'none of the {n}'} hint" + (
+            " of the first run was not applied"
+            if n == 1
+            else "s of the first run was applied"
+        )
+    row = applied.row(0, named=True)
+    kind = str(row["kind"]).replace("_", " ")
+    predicted = row["predicted_saving_s"]
+    said = "" if predicted is None else f" predicted {duration_text(predicted)},"
+    measured = row["measured_saving_s"] or 0.0
+    saved = "saved" if measured >= 0 else "lost"
+    return (
+        f"; the {kind} hint{said} {saved} {duration_text(measured)} ({row['verdict']})"
+    )
+
+
+def waterfall(c: Comparison, top: int = WATERFALL_TOP) -> go.Figure:
+    """BEFORE's wall time, each operator's change of critical seconds (the
+    largest ``top``; the rest one bar), the unattributed rest, AFTER's
+    wall time. Labels are cut to :data:`LABEL_CHARS`; the hover has the
+    whole label, before, after and records."""
+    ops = c.operators.filter(pl.col("operator") != UNATTRIBUTED)
+    rest = c.operators.filter(pl.col("operator") == UNATTRIBUTED)
+    shown = ops.head(top)
+    others = ops.slice(top)
+    labels, full, values, hover = (
+        ["BEFORE"],
+        ["BEFORE: " + c.before_name],
+        [c.wall_before_ns / 1e9],
+        [""],
+    )
+    for row in shown.iter_rows(named=True):
+        labels.append(short_label(str(row["operator"])))
+        full.append(str(row["operator"]))
+        values.append(row["delta_s"])
+        hover.append(
+            f"{row['before_s']:.3g} s → {row['after_s']:.3g} s; records "
+            f"{_count(row['records_before'])} → {_count(row['records_after'])}"
+        )
+    if len(others):
+        labels.append(f"{len(others)} other operators")
+        full.append(f"{len(others)} other operators")
+        values.append(float(others["delta_s"].sum()))
+        hover.append("")
+    for row in rest.iter_rows(named=True):
+        labels.append("unattributed")
+        full.append(UNATTRIBUTED)
+        values.append(row["delta_s"])
+        hover.append(f"{row['before_s']:.3g} s → {row['after_s']:.3g} s")
+    labels.append("AFTER")
+    full.append("AFTER: " + c.after_name)
+    values.append(c.wall_after_ns / 1e9)
+    hover.append("")
+    # Two labels may cut to the same text: plotly would merge their bars.
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} ({seen[label]})"
+    measure = ["absolute", *["relative"] * (len(values) - 2), "total"]
+    fig = go.Figure(
+        go.Waterfall(
+            x=labels,
+            y=values,
+            measure=measure,
+            customdata=list(zip(full, hover, strict=True)),
+            hovertemplate="%{customdata[0]}<br>%{y:+.3g} s<br>%{customdata[1]}"
+            "<extra></extra>",
+            decreasing={"marker": {"color": "#2ca02c"}},
+            increasing={"marker": {"color": "#d62728"}},
+            totals={"marker": {"color": "#1f77b4"}},
+            connector={"line": {"color": "#999"}},
+        )
+    )
+    fig.update_layout(
+        title="Wall time, BEFORE to AFTER, by operator on the critical path",
+        yaxis_title="seconds",
+        xaxis_tickangle=-30,
+        margin={"b": 200},
+        showlegend=False,
+    )
+    return fig
+
+
+def _count(value: Any) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _seconds(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.2f} s"
+
+
+def _table(rows: list[list[str]], head: list[str], css: str = "hints") -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<table class="{css}"><thead><tr>{th}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def _setting(value: str | None) -> str:
+    return "(unset)" if value is None else value or '""'
+
+
+def settings_html(c: Comparison) -> str:
+    """The settings diff as an HTML table (or a sentence when none differs)."""
+    if c.settings.is_empty():
+        return "<p class='note'>No Spark setting, executor or core count differs.</p>"
+    rows = [
+        [str(r["key"]), _setting(r["before"]), _setting(r["after"])]
+        for r in c.settings.iter_rows(named=True)
+    ]
+    return _table(rows, ["setting", "BEFORE", "AFTER"])
+
+
+def hints_html(c: Comparison) -> str:
+    """BEFORE's shown hints, checked in AFTER, as an HTML table."""
+    if c.hints.is_empty():
+        return "<p class='note'>The first run had no hint worth showing.</p>"
+    rows = [
+        [
+            str(r["kind"]),
+            short_label(r["operator"] or "–", 70),
+            r["how"] or "no",
+            _seconds(r["predicted_saving_s"]),
+            _seconds(r["measured_saving_s"]),
+            str(r["verdict"]),
+            str(r["action"] or ""),
+        ]
+        for r in c.hints.iter_rows(named=True)
+    ]
+    head = ["hint", "operator", "applied", "predicted", "measured", "verdict", "action"]
+    return _table(rows, head)
+
+
+def operators_html(c: Comparison, top: int = 20) -> str:
+    """The operators with the largest change, input volume beside them."""
+    rows = [
+        [
+            short_label(str(r["operator"]), 70),
+            _seconds(r["before_s"]),
+            _seconds(r["after_s"]),
+            f"{r['delta_s']:+.2f} s",
+            f"{_count(r['records_before'])} → {_count(r['records_after'])}",
+            f"{_count(r['bytes_before'])} → {_count(r['bytes_after'])}",
+        ]
+        for r in c.operators.head(top).iter_rows(named=True)
+    ]
+    head = ["operator", "BEFORE", "AFTER", "change", "records", "bytes"]
+    return _table(rows, head)
+
+
+def regressions_html(c: Comparison) -> str:
+    """Operators that grew (and why) and hints new in AFTER."""
+    if c.regressions.is_empty():
+        return (
+            "<p class='note'>No operator grew by more than max(10%, 1 s); "
+            "no new hint.</p>"
+        )
+    rows = [
+        [
+            str(r["kind"]),
+            short_label(r["operator"] or "–", 70),
+            str(r["cause"]),
+            str(r["detail"]),
+        ]
+        for r in c.regressions.iter_rows(named=True)
+    ]
+    return _table(rows, ["what", "operator", "cause", "detail"])
+
+
+def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path:
+    """Write ``out_dir/report.html`` of ``c``; returns its path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sparktrail.engines.comparison import compare
+    >>> from sparktrail.engines.profiler import profile
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     page = write_compare_report(compare(profile(t, 4), profile(t, 4)), d)
+    ...     'id="waterfall"' in page.read_text()
+    True
+    """
+    title = f"{c.before_name} → {c.after_name}"
+    plot = pio.to_html(
+        waterfall(c),
+        full_html=False,
+        include_plotlyjs=True,
+        div_id="waterfall-figure",
+        default_height="520px",
+        config={"displaylogo": False},
+    )
+    warnings = "".join(
+        f"<p class='note warning'>Warning: {html.escape(w)}</p>" for w in c.warnings
+    )
+    parts = [
+        f"<header><h1>sparktrail compare: {html.escape(title)}</h1>",
+        f'<p id="verdict" class="verdict">{html.escape(comparison_verdict(c))}</p>',
+        f"{warnings}</header>",
+        '<section id="waterfall"><h2>Where the wall time went</h2>',
+        plot,
+        "<p class='caption'>Each bar is an operator's change of critical seconds "
+        "(time the critical path spent in it); the changes and the unattributed "
+        "rest add up to the change of wall time.</p></section>",
+        '<section id="operators"><h2>Operators and their input</h2>',
+        operators_html(c),
+        "<p class='caption'>Operators are matched by label (call site and plan "
+        f"node); {c.matched_operators} ran in both runs.</p></section>",
+        '<section id="settings"><h2>Settings that differ</h2>',
+        settings_html(c),
+        "</section>",
+        '<section id="hints"><h2>Checked savings: the first run\'s hints</h2>',
+        hints_html(c),
+        "</section>",
+        '<section id="regressions"><h2>Regressions</h2>',
+        regressions_html(c),
+        "</section>",
+    ]
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>sparktrail compare: {html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
+    target = Path(out_dir) / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(page, encoding="utf-8")
+    os.replace(temporary, target)
+    return target
