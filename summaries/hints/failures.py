@@ -228,6 +228,8 @@ class _Run:
         stages = [f.stage_id for f in found] + [stage]
         own = [f for f in found if f.kind == "JobFailed"]
         job = own[0] if own else self.failed_job(stages)
+        if job is not None and cancelled(job):
+            job = None  # a stop, not a failure: rated by what it cost
         evidence = {"cause": cause, **evidence, "failed_core_ns": core_ns}
         counts = self.app.failure_counts
         kinds = {f.kind for f in found}
@@ -573,6 +575,29 @@ def _fetch_hint(
     )
 
 
+#: What Spark says of a job that was cancelled (a query stopped, the
+#: context shut down, the program cancelled it), not failed.
+_CANCELLED = ("cancelled", "canceled", "SPARK_JOB_CANCELLED")
+
+
+def cancelled(job: Failure) -> bool:
+    """Whether a failed job was cancelled on purpose (a streaming query
+    stopped, the program cancelled it) rather than failed by a task or cut
+    off by the context shutting down under it (which may be a crash).
+
+    >>> from sparktrail.pag.context import Failure
+    >>> cancelled(Failure("JobFailed", message="Job 65 cancelled Query q was stopped"))
+    True
+    >>> cancelled(Failure("JobFailed",
+    ...     message="Job 79 cancelled because SparkContext was shut down"))
+    False
+    """
+    message = job.message or ""
+    if "aborted due to stage failure" in message or "SparkContext was shut" in message:
+        return False
+    return any(word in message for word in _CANCELLED)
+
+
 def _job_hint(run: _Run, job: Failure) -> Hint:
     ended = run.app.end_ns
     evidence = {
@@ -589,6 +614,12 @@ def _job_hint(run: _Run, job: Failure) -> Hint:
             ": the application stopped while it ran; the driver's log says "
             "what stopped the SparkContext (an error in the driver, a kill, "
             "or the program's own stop)"
+        )
+    elif cancelled(job):
+        action += (
+            ": it was cancelled (a streaming query stopped, or the program "
+            "cancelled it), not failed by a task; nothing to fix unless the "
+            "stop was unexpected"
         )
     else:
         action += ": its message names the cause to fix"

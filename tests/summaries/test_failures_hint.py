@@ -312,3 +312,48 @@ def test_messages_are_short_and_the_count_exact() -> None:
     assert all(len(f.message or "") <= 300 for f in context.failures)
     assert isinstance(context.failures[0], Failure)
     assert short_message("a\nb") == "a"
+
+
+def test_a_job_cancelled_by_a_stopped_query_is_not_a_failure() -> None:
+    # GIVEN a job that ended when its streaming query was stopped (no task
+    # failed: the query's stop cancelled it)
+    model = SparkModel()
+    feed = model.feed
+    feed({"Event": "SparkListenerApplicationStart", "Timestamp": 0, "App ID": "a"})
+    feed({"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1})
+    info = {
+        "Task ID": 1,
+        "Index": 0,
+        "Attempt": 0,
+        "Executor ID": "1",
+        "Host": "h",
+        "Launch Time": 2,
+        "Finish Time": 30,
+    }
+    feed({"Event": "SparkListenerTaskStart", "Stage ID": 0, "Task Info": info})
+    feed(
+        {
+            "Event": "SparkListenerTaskEnd",
+            "Stage ID": 0,
+            "Stage Attempt ID": 0,
+            "Task End Reason": {"Reason": "Success"},
+            "Task Info": info,
+        }
+    )
+    message = "[SPARK_JOB_CANCELLED] Job 0 cancelled Query q [id = 1] was stopped"
+    feed(
+        {
+            "Event": "SparkListenerJobEnd",
+            "Job ID": 0,
+            "Completion Time": 40,
+            "Job Result": {"Result": "JobFailed", "Exception": {"Message": message}},
+        }
+    )
+    feed({"Event": "SparkListenerApplicationEnd", "Timestamp": 50})
+    # WHEN its hints are computed
+    trace = Trace(model.build(final=True), model.context())
+    hints = summarize(trace, 10_000_000).hints
+    # THEN the cancelled job is named, as info: a stop, not a failure
+    [hint] = hints.filter(hints["kind"] == "failures").to_dicts()
+    assert hint["severity"] == "info"
+    assert "cancelled" in hint["action"] and "not failed by a task" in hint["action"]
