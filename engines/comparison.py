@@ -25,7 +25,10 @@ Definitions
   window's critical path covers) sum exactly to the wall-time delta; the
   activity rows the same, with :data:`NO_PATH` as their rest.
 * Operators are matched by their label (DESIGN §8: stage ids differ from
-  run to run); an operator of one run only is compared with 0.
+  run to run) with the partition count of a closing exchange left out
+  (:func:`operator_key`: ``→ Exchange hashpartitioning(k, 200)`` and
+  ``(k, 8)`` are one operator, as a fix of the partition count must not
+  make a new one); an operator of one run only is compared with 0.
 * A hint is **applied** when AFTER shows its change (:func:`applied_by`):
   a ``spark.key=value`` its action recommends is in force, the operator's
   partition count changed (``parallelism``, ``over_partitioned``,
@@ -71,6 +74,7 @@ __all__ = [
     "Comparison",
     "applied_by",
     "compare",
+    "operator_key",
     "settings_diff",
     "verdict_of",
     "wall_ns",
@@ -125,6 +129,11 @@ _ALWAYS_DIFFERENT = re.compile(
 #: ``spark.key=value`` in a hint's action (bench/public_hints.py's rule).
 _SETTING = re.compile(r"\b(spark\.[A-Za-z0-9_.]+)=([^\s,;)]+)")
 _TRUE = {"true", "1", "yes", "on"}
+#: The partition count of the exchange that ends an operator's label.
+_EXCHANGE_COUNT = re.compile(
+    r"(→ Exchange (?:hash|range)partitioning\(.*), \d+\)$"
+    r"|(→ Exchange RoundRobinPartitioning\()\d+\)$"
+)
 
 _OPERATOR_SCHEMA: dict[str, pl.DataType] = {
     "operator": pl.String(),
@@ -327,6 +336,27 @@ class Comparison:
         )
 
 
+def operator_key(label: str) -> str:
+    """The label two runs' operators are matched by: the label, with the
+    partition count of the exchange it ends in as ``n``.
+
+    >>> operator_key("collect at a.py:3 · Sort → Exchange hashpartitioning(k, 200)")
+    'collect at a.py:3 · Sort → Exchange hashpartitioning(k, n)'
+    >>> operator_key("x → Exchange RoundRobinPartitioning(8)")
+    'x → Exchange RoundRobinPartitioning(n)'
+    """
+    return _EXCHANGE_COUNT.sub(
+        lambda m: f"{m.group(1)}, n)" if m.group(1) else f"{m.group(2)}n)", label
+    )
+
+
+def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its ``operator`` labels as :func:`operator_key`."""
+    return frame.with_columns(
+        pl.col("operator").map_elements(operator_key, return_dtype=pl.String)
+    )
+
+
 # -- wall and critical time ------------------------------------------------------
 
 
@@ -431,7 +461,7 @@ def settings_diff(before: AppContext, after: AppContext) -> pl.DataFrame:
 
 def _operator_side(profile: Profile) -> pl.DataFrame:
     """Per operator label: critical seconds, records, bytes, tasks."""
-    op = profile.summaries.operator
+    op = _keyed(profile.summaries.operator)
     return (
         op.filter(pl.col("operator").is_not_null())
         .group_by("operator")
@@ -539,21 +569,21 @@ def _operator_of(
         if not stages.is_empty():
             found = stages.filter(pl.col("stage_id") == stage_id)["operator"]
             if len(found) and found[0] is not None:
-                return str(found[0])
+                return operator_key(str(found[0]))
         op = profile.summaries.operator.filter(
             pl.col("stage_ids").list.contains(stage_id)
         )["operator"]
         if len(op) and op[0] is not None:
-            return str(op[0])
+            return operator_key(str(op[0]))
     label = evidence.get("operator")
-    return label if isinstance(label, str) else None
+    return operator_key(label) if isinstance(label, str) else None
 
 
 def _stage_rows(profile: Profile, operator: str | None) -> pl.DataFrame:
     stages = profile.summaries.stages
     if operator is None or stages.is_empty():
         return stages.clear()
-    return stages.filter(pl.col("operator") == operator)
+    return _keyed(stages).filter(pl.col("operator") == operator)
 
 
 def _median(values: Iterable[Any]) -> float | None:

@@ -380,3 +380,17 @@ def test_a_comparison_saves_and_loads(tmp_path):
         "matched_operators",
         "warnings",
     }
+
+
+def test_a_changed_exchange_partition_count_is_the_same_operator():
+    # GIVEN the map side's label ends in its exchange's partition count
+    map_200 = "collect at etl.py:9 · HashAggregate → Exchange hashpartitioning(k, 200)"
+    map_8 = "collect at etl.py:9 · HashAggregate → Exchange hashpartitioning(k, 8)"
+    before = run([(map_200, [(500, 100)] * 2), (AGG, [(10, 1)] * 200)])
+    after = run([(map_8, [(500, 100)] * 2), (AGG, [(100, 1)] * 8)], name="after")
+    c = compare(before, after)
+    # THEN both sides match, the map side under its count-free label
+    assert c.matched_operators == 2
+    key = map_8.replace("(k, 8)", "(k, n)")
+    assert ops(c)[key]["matched"]
+    assert (ops(c)[AGG]["tasks_before"], ops(c)[AGG]["tasks_after"]) == (200, 8)
