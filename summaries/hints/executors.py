@@ -228,6 +228,16 @@ def _speculation_advice(ctx: Context, hosts: int, own_fault: bool) -> str:
 
 #: An executor with less of the critical path than this held nothing back.
 MIN_CRITICAL_SHARE = 0.02
+#: Tasks shorter than this (Spark's own floor for speculating a task,
+#: spark.speculation.minTaskRuntime) say nothing of an executor's speed.
+MIN_TASK_NS = 100_000_000
+
+
+def _median_task_ns(ctx: Context, executor: str) -> float:
+    """The median duration of the executor's task attempts (0: none)."""
+    mine = ctx.tasks.filter(pl.col("executor") == executor)["duration_ns"]
+    median = mine.median() if len(mine) else None
+    return float(median) if median is not None else 0.0  # type: ignore[arg-type]
 
 
 def _hosts(ctx: Context) -> dict[str, str]:
@@ -264,6 +274,10 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             # Measured at the same work, it is not slow: it holds the path
             # because it ran more, or a slow task of its (the task hints').
             continue
+        if has_path and ratio is not None and ratio < 1.0:
+            continue  # below its fair share: it held the run back least
+        if _median_task_ns(ctx, executor) < MIN_TASK_NS:
+            continue  # 1.6x of a few ms is fixed costs, not a slow host
         host_slowdown = beside_own.get(executor)
         own_fault = (host_slowdown or 0.0) >= opts.straggler_slowdown
         gc = _gc_share(ctx.slot_time, ex["executor_id"])

@@ -432,8 +432,25 @@ def task_hints(ctx: Context) -> list[Hint]:
             continue
         if task["task_id"] in warm_up or _not_its_own(ctx, task):
             continue
+        if _one_of_many(ctx, task):
+            continue
         hints.append(_straggler(task, slow, ctx))
     return hints
+
+
+#: A stage whose slow tasks are at least this share of its tasks is
+#: bimodal (two kinds of partition), not one straggler.
+BIMODAL_SHARE = 0.1
+
+
+def _one_of_many(ctx: Context, task: dict[str, Any]) -> bool:
+    """Whether the slow task is one of a group: at least three, and
+    :data:`BIMODAL_SHARE` of its stage's settled tasks, ran as slow (a
+    speculative copy would not catch a tenth of a stage)."""
+    bound = ctx.options.straggler_task_factor * task["median_ns"]
+    stage = ctx.tasks.filter((pl.col("stage_id") == task["stage_id"]) & ~_FAILED)
+    slow = stage.filter(pl.col("duration_ns") >= bound).height
+    return slow >= 3 and slow >= BIMODAL_SHARE * stage.height
 
 
 #: A hot partition counts when it also ran this many times the median.

@@ -566,3 +566,31 @@ def test_a_straggler_whose_input_size_is_unknown_is_not_called_normal_sized():
     row, _ = only(hints(frame, 100), "straggler_task")
     assert "normal-sized" not in row["action"]
     assert "size Spark did not report" in row["action"]
+
+
+def test_an_executor_slower_only_on_tasks_of_a_few_ms_is_no_straggler():
+    # GIVEN the slow-executor trace scaled down to tasks of 4 and 10 ms (its
+    # 2.5x is fixed costs at that size, below Spark's 100 ms speculation floor)
+    t = Trace()
+    for stage in (0, 1):
+        start = 40 * stage
+        for i in range(4):
+            t.task("exec-1/0", start + 4 * i, [("processing", 4)], stage=stage)
+        for i in range(2):
+            t.task("exec-2/0", start + 10 * i, [("processing", 10)], stage=stage)
+    # WHEN hints are computed  THEN no executor is called slow
+    frame = hints(t.frame(), 80, MET)
+    assert "straggler_executor" not in frame["kind"].to_list()
+
+
+def test_one_of_many_slow_tasks_is_no_straggler():
+    # GIVEN a stage of 20 tasks on equal records where 5 take 10x the rest
+    # (two kinds of partition, not one slow one)
+    t = Trace()
+    for i in range(20):
+        length = 100 if i % 4 == 0 else 10
+        start = (i // 4) * 100  # five rounds on four slots
+        t.task(f"exec-1/{i % 4}", start, [("processing", length)], records=100)
+    # WHEN hints are computed  THEN none of them is a straggler task
+    frame = hints(t.frame(), 100)
+    assert "straggler_task" not in frame["kind"].to_list()
