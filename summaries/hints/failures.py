@@ -473,8 +473,41 @@ def _lost_hint(run: _Run, found: list[Failure], dead: dict[str, ExecutorLife]) -
     )
 
 
+def _duration_ms(text: str | None) -> float | None:
+    """A Spark time setting in ms (a bare number is ms), ``None`` if unreadable.
+
+    >>> [_duration_ms(t) for t in ("100ms", "10s", "250", "x")]
+    [100.0, 10000.0, 250.0, None]
+    """
+    found = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m|min|h)?\s*", text or "")
+    if not found:
+        return None
+    scale = {"ms": 1, None: 1, "s": 1e3, "m": 6e4, "min": 6e4, "h": 3.6e6}
+    return float(found.group(1)) * scale[found.group(2)]
+
+
+#: Spark's defaults: an executor exits (code 56) after this many heartbeats
+#: failed in a row, sent this often.
+HEARTBEAT_MAX_FAILURES = 60
+HEARTBEAT_INTERVAL_MS = 10_000.0
+
+
 def _lost_fix(app: AppContext, code: int | None) -> str:
     if code == 56:
+        interval = _duration_ms(app.setting("spark.executor.heartbeatInterval"))
+        failures = app.setting("spark.executor.heartbeat.maxFailures")
+        tries = int(failures) if failures and failures.isdigit() else None
+        tries = tries or HEARTBEAT_MAX_FAILURES
+        if interval is not None and interval < HEARTBEAT_INTERVAL_MS:
+            return (
+                "exit code 56: the executors gave up after "
+                f"{tries} failed heartbeats, and the application sends one "
+                f"every {interval:g} ms (spark.executor.heartbeatInterval="
+                f"{app.setting('spark.executor.heartbeatInterval')}), so "
+                f"{tries * interval / 1000:g} s without the driver's answer "
+                "kills an executor: restore the default 10s (and look at what "
+                "paused the driver)"
+            )
         wanted = settings_text(app, {"spark.network.timeout": "300s"})
         return (
             "exit code 56: the executors could not reach the driver with their "

@@ -88,6 +88,14 @@ def test_executors_that_died_are_named_with_their_exit_code() -> None:
     assert evidence["reason"] in removed.values() or any(
         r.startswith(evidence["reason"]) for r in removed.values()
     )
+    # AND the heartbeat interval the application set is named: 60 failed
+    # heartbeats at its interval is how long the driver may pause
+    interval = next(
+        e["Spark Properties"]["spark.executor.heartbeatInterval"]
+        for e in events
+        if e["Event"] == "SparkListenerEnvironmentUpdate"
+    )
+    assert f"spark.executor.heartbeatInterval={interval}" in hint["action"]
     # AND, every job having succeeded, its severity is that of the time lost
     assert "failed_job" not in evidence
     assert hint["predicted_saving_ns"] > 0 and hint["severity"] != "info"
