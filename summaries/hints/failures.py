@@ -308,19 +308,51 @@ def failures(ctx: Context) -> list[Hint]:
         if f.kind == "ExecutorLostFailure" and id(f) not in seen_oom
     ]
     dead = {e: life for e, life in lost.items() if e not in oom_lost}
-    if executor_lost or dead:
-        hints.append(_lost_hint(run, executor_lost, dead))
     fetch: dict[int | None, list[Failure]] = {}
     for f in app.failures:
         if f.kind == "FetchFailed":
             fetch.setdefault(f.stage_id, []).append(f)
+    # Executors lost as the context shut down under a running job, and the
+    # fetches that failed on them, are that shutdown: one finding, the job's.
+    shutdown = _shutdown_losses(run, dead)
+    if shutdown:
+        fetch = {
+            stage: found
+            for stage, found in fetch.items()
+            if not {f.source_executor for f in found} <= shutdown
+        }
+    elif executor_lost or dead:
+        hints.append(_lost_hint(run, executor_lost, dead))
     hints += [_fetch_hint(run, stage, found, lost) for stage, found in fetch.items()]
     # A job aborted by a stage failure is told by that stage's hint.
     hinted = {h.stage_id for h in hints if h.stage_id is not None}
     for job in run.failed_jobs.values():
         if job.stage_id is None or job.stage_id not in hinted:
-            hints.append(_job_hint(run, job))
+            hints.append(_job_hint(run, job, shutdown))
     return hints
+
+
+#: Executors removed this close to the application's end went with it.
+SHUTDOWN_NS = 2_000_000_000
+
+
+def _shutdown_losses(run: _Run, dead: dict[str, ExecutorLife]) -> set[str]:
+    """The lost executors, when every one of them was removed within
+    :data:`SHUTDOWN_NS` of the end of an application whose context shut
+    down under a running job (empty otherwise)."""
+    end = run.app.end_ns
+    stopped = any(
+        "SparkContext was shut down" in (job.message or "")
+        for job in run.failed_jobs.values()
+    )
+    if not dead or end is None or not stopped:
+        return set()
+    if all(
+        life.removed_ns is not None and end - life.removed_ns <= SHUTDOWN_NS
+        for life in dead.values()
+    ):
+        return set(dead)
+    return set()
 
 
 def _oom_hint(run: _Run, found: list[Failure], lost: set[str]) -> Hint:
@@ -631,13 +663,15 @@ def cancelled(job: Failure) -> bool:
     return any(word in message for word in _CANCELLED)
 
 
-def _job_hint(run: _Run, job: Failure) -> Hint:
+def _job_hint(run: _Run, job: Failure, shutdown: set[str] | None = None) -> Hint:
     ended = run.app.end_ns
-    evidence = {
+    evidence: dict[str, Any] = {
         "job_id": job.job_id,
         "message": job.message,
         "stage": job.stage_id,
     }
+    if shutdown:
+        evidence["executors_lost_at_shutdown"] = sorted(shutdown)
     stopped = "SparkContext was shut down" in (job.message or "")
     if stopped and ended is not None and job.time_ns is not None:
         evidence["ended_before_job_ns"] = job.time_ns - ended
@@ -648,6 +682,12 @@ def _job_hint(run: _Run, job: Failure) -> Hint:
             "what stopped the SparkContext (an error in the driver, a kill, "
             "or the program's own stop)"
         )
+        if shutdown:
+            action += (
+                f"; executor {', '.join(sorted(shutdown))} went with it in its "
+                "last seconds, and the fetches that failed on them are part of "
+                "the same stop, not a shuffle problem"
+            )
     elif cancelled(job):
         action += (
             ": it was cancelled (a streaming query stopped, or the program "

@@ -6,6 +6,7 @@ reasons, ``JobEnd`` results, ``ExecutorRemoved`` reasons), not typed in.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -42,12 +43,19 @@ def _events(path: Path) -> list[dict[str, Any]]:
         return list(EventLogReader(path).events())
 
 
-def _failure_hints(path: Path) -> list[dict[str, Any]]:
+def _failure_hints(path: Path, end_later_ns: int = 0) -> list[dict[str, Any]]:
+    """The log's failures hints; ``end_later_ns`` moves its application's end."""
     if not path.exists():
         pytest.skip(f"no log {path}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        hints = summarize(import_trace(path, progress=False), 1_000_000_000).hints
+        trace = import_trace(path, progress=False)
+        if end_later_ns:
+            end = trace.context.end_ns
+            assert end is not None
+            later = dataclasses.replace(trace.context, end_ns=end + end_later_ns)
+            trace = Trace(trace.frame, later)
+        hints = summarize(trace, 1_000_000_000).hints
     rows = hints.filter(hints["kind"] == "failures").to_dicts()
     for row in rows:
         row["evidence"] = json.loads(row["evidence"])
@@ -101,10 +109,27 @@ def test_executors_that_died_are_named_with_their_exit_code() -> None:
     assert hint["predicted_saving_ns"] > 0 and hint["severity"] != "info"
 
 
+def test_executors_lost_as_the_context_shut_down_are_the_shutdown() -> None:
+    # GIVEN a log whose executors were lost in its last second, fetches
+    # failed on them, and whose last job was cancelled by the shutdown
+    rows = _failure_hints(FETCH_FAILED)
+    removed = {
+        e["Executor ID"]
+        for e in _events(FETCH_FAILED)
+        if e["Event"] == "SparkListenerExecutorRemoved"
+    }
+    # THEN one finding names them all: the job's, high
+    [job] = rows
+    assert job["evidence"]["cause"] == "job_failed" and job["severity"] == "high"
+    assert set(job["evidence"]["executors_lost_at_shutdown"]) == removed
+    assert "not a shuffle problem" in job["action"]
+
+
 def test_fetch_failed_after_an_executor_loss_and_the_failed_job() -> None:
     # GIVEN a log where executors were lost, FetchFailed followed and the
-    # last job failed
-    rows = _failure_hints(FETCH_FAILED)
+    # last job failed (its application's end moved a minute later, so that
+    # the losses are not the shutdown's)
+    rows = _failure_hints(FETCH_FAILED, end_later_ns=60_000_000_000)
     fetch = _task_failures(FETCH_FAILED, "FetchFailed")
     source = {
         e["Task End Reason"]["Block Manager Address"]["Executor ID"] for e in fetch
