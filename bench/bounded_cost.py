@@ -1,12 +1,14 @@
 """Every log profiles in bounded time and memory (DESIGN §10, issue 25).
 
-Two tables for BENCHMARKS.md:
+Three tables for BENCHMARKS.md:
 
 1. ``sparktrail profile LOG`` of every log of ``eventlogs/public`` and
    ``eventlogs/hostile``, each in a child process: its wall time and its
    own peak RSS (``os.wait4``), against the budget of 60 s and 1 GiB that
    ``tests/integration/test_bounded_cost.py`` holds each log to.
-2. What the first pass over a log costs (the census of its times that
+2. ``summarize`` of a run whose driver waited 10^3 to 10^9 s between two
+   jobs: the windows built and the time, flat in the span.
+3. What the first pass over a log costs (the census of its times that
    finds implausible ones, ``tracer/outliers.py``): ``import_trace`` of a
    replicated Spark log with and without the census, alternating, medians.
 
@@ -128,6 +130,28 @@ def _census_table(target_mb: float, repeat: int) -> str:
     )
 
 
+def _span_table(repeat: int) -> str:
+    """``summarize`` of two jobs with the driver waiting 10^3 .. 10^9 s
+    between them (1 s windows): time should not follow the span."""
+    from sparktrail.engines import summarize
+    from sparktrail.synthetic import driver_gap_trace
+
+    lines = ["| driver gap (s) | windows built | median time (s) |", "|---:|---:|---:|"]
+    for gap in (10**3, 10**5, 10**7, 10**9):
+        trace = driver_gap_trace(gap)
+        times = []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                s = summarize(trace, 1_000_000_000)
+            times.append(time.perf_counter() - began)
+        lines.append(
+            f"| {gap:,} | {s.windows.height} | {statistics.median(times):.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--import-mb", type=float, default=100.0)
@@ -138,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_logs:
         print(_budget_table())
         print()
+    print(_span_table(args.repeat))
+    print()
     print(_census_table(args.import_mb, args.repeat))
     print(f"load average: {os.getloadavg()}")
     return 0

@@ -23,6 +23,7 @@ from sparktrail.pag.trace import write_trace_batches
 __all__ = [
     "ACTIVITY_CYCLE",
     "barrier_trace",
+    "driver_gap_trace",
     "profile_trace",
     "span_ns",
     "window_cp_rows",
@@ -270,4 +271,61 @@ def window_cp_rows(
             "task_id": np.arange(n, dtype=np.int64),
             "cp": cp,
         }
+    )
+
+
+#: A second in ns (driver_gap_trace).
+_S = 1_000_000_000
+
+
+def driver_gap_trace(gap_s: int) -> pl.DataFrame:
+    """A run whose driver waits ``gap_s`` seconds between two jobs.
+
+    Two slots run three rounds of tasks (each launched by the driver), the
+    driver waits, and one slot runs three more: the plain stretch of
+    :func:`~sparktrail.pag.windows.plain_stretches` (DESIGN §10).
+
+    >>> driver_gap_trace(10).filter(pl.col("activity") == "driver")["end_ns"].item()
+    13000000000
+    """
+    rows: list[tuple[str, str, int, int, str, int | None]] = []
+
+    def round_(t0: int, stage: int, slots: int) -> None:
+        for k in range(3):
+            start = t0 + k * _S
+            rows.append(
+                ("driver", "driver", start, start + _S // 10, "scheduling", None)
+            )
+            for slot in range(slots):
+                worker = f"exec-1/{slot}"
+                end = start + (_S if slot == 0 else _S // 2)
+                rows.append(
+                    (
+                        "driver",
+                        worker,
+                        start + _S // 10,
+                        start + _S // 10,
+                        "control",
+                        None,
+                    )
+                )
+                rows.append(
+                    (worker, worker, start + _S // 10, end, "processing", stage)
+                )
+                rows.append((worker, "driver", end, end, "control", None))
+
+    round_(0, 0, 2)
+    rows.append(("driver", "driver", 3 * _S, (3 + gap_s) * _S, "driver", None))
+    round_((3 + gap_s) * _S, 1, 1)
+    return pl.DataFrame(
+        rows,
+        schema=[
+            "src_worker",
+            "dst_worker",
+            "start_ns",
+            "end_ns",
+            "activity",
+            "stage_id",
+        ],
+        orient="row",
     )

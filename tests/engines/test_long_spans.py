@@ -25,53 +25,10 @@ from sparktrail.engines.online import OnlinePipeline
 from sparktrail.pag import write_trace
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.windows import listed_spans, plain_stretches
+from sparktrail.synthetic import driver_gap_trace as two_jobs
 
 S = 1_000_000_000
 TEN_YEARS_S = 10 * 365 * 86_400
-
-
-def two_jobs(gap_s: int) -> pl.DataFrame:
-    """Two slots run three rounds of tasks, the driver waits ``gap_s``, and
-    one slot runs three more: each round launched by the driver."""
-    rows = []
-
-    def round_(t0: int, stage: int, slots: int) -> None:
-        for k in range(3):
-            start = t0 + k * S
-            rows.append(
-                ("driver", "driver", start, start + S // 10, "scheduling", None)
-            )
-            for slot in range(slots):
-                worker = f"exec-1/{slot}"
-                end = start + (S if slot == 0 else S // 2)
-                rows.append(
-                    (
-                        "driver",
-                        worker,
-                        start + S // 10,
-                        start + S // 10,
-                        "control",
-                        None,
-                    )
-                )
-                rows.append((worker, worker, start + S // 10, end, "processing", stage))
-                rows.append((worker, "driver", end, end, "control", None))
-
-    round_(0, 0, 2)
-    rows.append(("driver", "driver", 3 * S, (3 + gap_s) * S, "driver", None))
-    round_((3 + gap_s) * S, 1, 1)
-    return pl.DataFrame(
-        rows,
-        schema=[
-            "src_worker",
-            "dst_worker",
-            "start_ns",
-            "end_ns",
-            "activity",
-            "stage_id",
-        ],
-        orient="row",
-    )
 
 
 def quietly(*args, **kwargs):
