@@ -534,8 +534,8 @@ def _lost_fix(app: AppContext, code: int | None) -> str:
             return (
                 "exit code 56: the executors gave up after "
                 f"{tries} failed heartbeats, and the application sends one "
-                f"every {interval:g} ms (spark.executor.heartbeatInterval="
-                f"{app.setting('spark.executor.heartbeatInterval')}), so "
+                f"every {interval:g} ms (it set spark.executor.heartbeatInterval "
+                f"to {app.setting('spark.executor.heartbeatInterval')}), so "
                 f"{tries * interval / 1000:g} s without the driver's answer "
                 "kills an executor: restore the default 10s (and look at what "
                 "paused the driver)"

@@ -103,7 +103,7 @@ def test_executors_that_died_are_named_with_their_exit_code() -> None:
         for e in events
         if e["Event"] == "SparkListenerEnvironmentUpdate"
     )
-    assert f"spark.executor.heartbeatInterval={interval}" in hint["action"]
+    assert f"spark.executor.heartbeatInterval to {interval}" in hint["action"]
     # AND, every job having succeeded, its severity is that of the time lost
     assert "failed_job" not in evidence
     assert hint["predicted_saving_ns"] > 0 and hint["severity"] != "info"
