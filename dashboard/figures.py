@@ -363,6 +363,30 @@ def _operator_labels(operator: pl.DataFrame) -> list[str]:
     return [NO_STAGE if op is None else str(op) for op in operator["operator"]]
 
 
+#: Characters of an operator label shown beside its bar (the whole label is
+#: in the hover): long SQL labels were cut at the plot's left edge.
+LABEL_CHARS = 48
+
+
+def short_labels(labels: list[str], width: int = LABEL_CHARS) -> list[str]:
+    """``labels`` cut to ``width`` characters with an ellipsis, kept distinct.
+
+    >>> short_labels(["collect at a.py:3 · HashAggregate(keys=[k])", "x"], 20)
+    ['collect at a.py:3 ·…', 'x']
+    >>> short_labels(["aaaaaa1", "aaaaaa2"], 5)
+    ['aaaa…', 'aaaa… (2)']
+    """
+    out: list[str] = []
+    for label in labels:
+        short = label if len(label) <= width else label[: width - 1].rstrip() + "…"
+        candidate, n = short, 1
+        while candidate in out:
+            n += 1
+            candidate = f"{short} ({n})"
+        out.append(candidate)
+    return out
+
+
 def _stage_list(ids: list[int] | None, most: int = 8) -> str:
     if not ids:
         return "–"
@@ -442,14 +466,20 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
         (pl.col(CP_NS) / 1e9).alias("cp_s"),
         *[pl.col(c).cast(pl.String).fill_null("–") for c in extra],
     )
-    template = "%{y}<br>CP share %{x:.1%}<br>critical time %{customdata[0]:.3g} s"
+    labels = _operator_labels(rows)
+    facts = facts.with_columns(pl.Series("label", labels))
+    last = len(facts.columns) - 1
+    template = (
+        f"%{{customdata[{last}]}}<br>CP share %{{x:.1%}}"
+        "<br>critical time %{customdata[0]:.3g} s"
+    )
     for i, column in enumerate(extra, start=1):
         title = "stages" if column == "stage_list" else column.replace("_", " ")
         template += f"<br>{title} %{{customdata[{i}]}}"
     fig = go.Figure()
     fig.add_bar(
         x=rows[CP_SHARE].to_list(),
-        y=_operator_labels(rows),
+        y=short_labels(labels),
         orientation="h",
         marker_color="#1f77b4",
         customdata=facts.rows(),
@@ -462,7 +492,7 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
         yaxis_title="operator",
         xaxis_tickformat=".0%",
         height=max(320, 28 * len(rows) + 160),
-        margin={"l": 280},
+        yaxis_automargin=True,
     )
     return fig
 
