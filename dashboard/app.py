@@ -11,7 +11,9 @@ Safety
 ------
 No path from a request reaches the file system: the server answers only
 the page itself and Dash's routes (layout, dependencies, callbacks, the
-component scripts registered by its packages), anything else with 404; no
+component scripts registered by its packages) and ``/metrics`` (the
+snapshot's numbers for Prometheus, :mod:`~sparktrail.dashboard.metrics`),
+anything else with 404; no
 assets folder, no Flask static folder. A callback request must name a
 callback of the page with its declared inputs (else 400), and a window key
 from the page only selects among the snapshot's windows
@@ -51,6 +53,7 @@ from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
+from .metrics import METRICS_PATH, add_metrics_route
 from .snapshots import (
     LATEST,
     Snapshot,
@@ -143,6 +146,7 @@ _ROUTES = (
     "_dash-update-component",
     "_dash-component-suites/<string:package_name>/<path:fingerprinted_path>",
     "_favicon.ico",
+    METRICS_PATH,  # Prometheus' scrapes (dashboard/metrics.py)
 )
 
 _STYLE = {
@@ -824,6 +828,7 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         **_OFF,
     )
     app.layout = lambda: _layout(source.latest())
+    add_metrics_route(server, source, app.config.routes_pathname_prefix + METRICS_PATH)
     _guard(app)
 
     @app.callback(

@@ -240,8 +240,8 @@ class Snapshot:
         The windows in time order.
     activity_by_window
         Every window's CP by activity, concatenated (the over-time chart).
-    corrupt_files, late_rows
-        Counters of the online pipeline.
+    corrupt_files, late_rows, rows_read
+        Counters of the online pipeline (a report: the rows it profiled).
     lag_ns
         How far the page is behind a live trace when published (see "How
         far behind"); ``None`` when unknown: no window closed yet, the
@@ -262,6 +262,7 @@ class Snapshot:
     activity_by_window: pl.DataFrame = field(default_factory=pl.DataFrame)
     corrupt_files: int = 0
     late_rows: int = 0
+    rows_read: int = 0
     lag_ns: int | None = None
     live: bool = True
     version: int = 0
@@ -447,6 +448,7 @@ class LiveLoader:
             and not closed
             and (status, pipeline.corrupt_files, pipeline.late_rows)
             == (last.status, last.corrupt_files, last.late_rows)
+            and pipeline.rows_read == last.rows_read
         ):
             return last  # unchanged: the page need not redraw
         self._version += 1
@@ -457,6 +459,7 @@ class LiveLoader:
             activity_by_window=self._activity,
             corrupt_files=pipeline.corrupt_files,
             late_rows=pipeline.late_rows,
+            rows_read=pipeline.rows_read,
             lag_ns=lag,
             live=True,
             version=self._version,
@@ -552,6 +555,7 @@ class UpdateThread(threading.Thread):
                 activity_by_window=old.activity_by_window,
                 corrupt_files=old.corrupt_files,
                 late_rows=old.late_rows,
+                rows_read=old.rows_read,
                 lag_ns=old.lag_ns,
                 version=old.version + 1,
                 windows_version=old.windows_version,
@@ -597,6 +601,7 @@ def load_report(out_dir: str | Path) -> Snapshot:
         status=f"report of {len(windows)} windows of {window_text(summaries)}",
         windows=(view,),
         activity_by_window=summaries.activity_by_window,
+        rows_read=profile.rows or 0,
         live=False,
         version=1,
     )
