@@ -4,7 +4,9 @@
 directory, in any codec Spark writes) and returns its trace (DESIGN §3, §5);
 :func:`import_trace` returns it with the application's context;
 :func:`follow_eventlog` does the same for a log that is still being written,
-one trace file per batch.
+one trace file per batch. Each takes a local path or a URI (``s3://``,
+``gs://``, ``abfs://``, ``hdfs://``, ``http(s)://``) read through fsspec
+(:mod:`.remote`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .eventlog import (
 )
 from .fields import MS, EventError
 from .outliers import GrowingCensus, SetAsideWarning, TimeCensus
+from .remote import log_name
 from .spark_model import ImportStats, SparkModel
 
 __all__ = [
@@ -263,7 +266,7 @@ def trace_name(
             app_id = resolve(path).app_id
         except (OSError, EventLogError):
             app_id = None
-        app_id = app_id or Path(path).name.split(".")[0]
+        app_id = app_id or log_name(path).split(".")[0]
     return f"{app_id}_{attempt_id}" if attempt_id else app_id
 
 

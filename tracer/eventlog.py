@@ -63,6 +63,7 @@ import orjson
 
 from sparktrail.errors import InputError
 
+from .remote import RemotePath, log_path
 from .sql_plans import SQL_EVENTS
 from .streaming import STREAM_EVENTS
 
@@ -134,6 +135,8 @@ DATABRICKS_LOG = "eventlog"
 _DATABRICKS_PART = re.compile(r"^eventlog-\d{4}-\d\d-\d\d--\d\d-\d\d\.gz$")
 #: Event logs listed, at most, when refusing a folder of several.
 MAX_LISTED = 8
+#: A log's file or folder: local, or a URI read through fsspec (:mod:`.remote`).
+LogPath = Path | RemotePath
 
 
 class EventLogError(InputError):
@@ -149,7 +152,7 @@ class SeveralLogsError(EventLogError):
         The event logs found in it, sorted by name.
     """
 
-    def __init__(self, root: Path, logs: list[Path]) -> None:
+    def __init__(self, root: LogPath, logs: list[LogPath]) -> None:
         self.logs = logs
         names = [log.name for log in logs[:MAX_LISTED]]
         more = f" and {len(logs) - MAX_LISTED} more" if len(logs) > MAX_LISTED else ""
@@ -196,20 +199,20 @@ class LogSource:
         The compacted file a rolling log is read from, if any.
     """
 
-    root: Path
-    files: list[Path]
+    root: LogPath
+    files: list[LogPath]
     app_id: str | None
     complete: bool
-    codecs: dict[Path, str | None] = field(default_factory=dict)
+    codecs: dict[LogPath, str | None] = field(default_factory=dict)
     spark_version: str | None = None
-    compacted: Path | None = None
+    compacted: LogPath | None = None
 
-    def codec(self, path: Path) -> str | None:
+    def codec(self, path: LogPath) -> str | None:
         """The codec of one of :attr:`files` (``None``: plain)."""
         return self.codecs[path] if path in self.codecs else codec_of(path)
 
 
-def codec_of(path: Path) -> str | None:
+def codec_of(path: LogPath) -> str | None:
     """Name the codec of an event file from its suffix (``None``: plain).
 
     >>> codec_of(Path("app-1.zstd.inprogress")), codec_of(Path("local-1"))
@@ -221,14 +224,17 @@ def codec_of(path: Path) -> str | None:
     return CODECS.get(os.path.splitext(name)[1])
 
 
-def _strip_name(path: Path) -> str:
+def _strip_name(path: LogPath) -> str:
     name = path.name.removesuffix(INPROGRESS).removesuffix(COMPACT)
     stem, ext = os.path.splitext(name)
     return stem if ext in CODECS else name
 
 
-def resolve(path: str | os.PathLike[str]) -> LogSource:
+def resolve(path: str | os.PathLike[str] | RemotePath) -> LogSource:
     """Find the event files of a log file or log directory.
+
+    ``path`` may be a URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``,
+    ``http(s)://``, ...), read through fsspec (:mod:`.remote`).
 
     Raises
     ------
@@ -239,7 +245,7 @@ def resolve(path: str | os.PathLike[str]) -> LogSource:
     EventLogError
         If a directory is no event log and holds none.
     """
-    root = Path(path)
+    root = log_path(path)
     if not root.exists():
         raise FileNotFoundError(f"event log does not exist: {root}")
     if root.is_file():
@@ -258,7 +264,7 @@ def resolve(path: str | os.PathLike[str]) -> LogSource:
     )
 
 
-def _log_directory(root: Path) -> LogSource | None:
+def _log_directory(root: LogPath) -> LogSource | None:
     """Read ``root`` as one log directory of a kind above, or ``None``."""
     children = [c for c in root.iterdir() if c.is_file()]
     for kind in (_rolling_log, _legacy_log, _databricks_log):
@@ -268,10 +274,10 @@ def _log_directory(root: Path) -> LogSource | None:
     return None
 
 
-def _rolling_log(root: Path, children: list[Path]) -> LogSource | None:
+def _rolling_log(root: LogPath, children: list[LogPath]) -> LogSource | None:
     # (index, compacted, file): a compacted file holds its index's events,
     # so it sorts after a plain file of the same index that is not yet gone.
-    numbered: list[tuple[int, bool, Path]] = []
+    numbered: list[tuple[int, bool, LogPath]] = []
     app_id: str | None = None
     for child in children:
         match = _EVENTS_FILE.match(child.name)
@@ -296,7 +302,7 @@ def _rolling_log(root: Path, children: list[Path]) -> LogSource | None:
     )
 
 
-def _legacy_codec(root: Path, names: list[str]) -> str | None:
+def _legacy_codec(root: LogPath, names: list[str]) -> str | None:
     given = [n.removeprefix(LEGACY_CODEC) for n in names if n.startswith(LEGACY_CODEC)]
     if not given:
         return None
@@ -310,7 +316,7 @@ def _legacy_codec(root: Path, names: list[str]) -> str | None:
     )
 
 
-def _legacy_log(root: Path, children: list[Path]) -> LogSource | None:
+def _legacy_log(root: LogPath, children: list[LogPath]) -> LogSource | None:
     numbered = sorted(
         (int(match.group(1)), child)
         for child in children
@@ -335,7 +341,7 @@ def _legacy_log(root: Path, children: list[Path]) -> LogSource | None:
     )
 
 
-def _databricks_log(root: Path, children: list[Path]) -> LogSource | None:
+def _databricks_log(root: LogPath, children: list[LogPath]) -> LogSource | None:
     parts = sorted(c for c in children if _DATABRICKS_PART.match(c.name))
     current = [c for c in children if c.name == DATABRICKS_LOG]
     if not parts and not current:
@@ -345,7 +351,7 @@ def _databricks_log(root: Path, children: list[Path]) -> LogSource | None:
     return LogSource(root, parts + current, None, True)
 
 
-def _looks_like_log(path: Path) -> bool:
+def _looks_like_log(path: LogPath) -> bool:
     """A file that names a codec or starts like a plain event log, or a log
     directory."""
     if path.name.startswith("."):
@@ -364,7 +370,7 @@ def _looks_like_log(path: Path) -> bool:
         return False
 
 
-def _logs_in(root: Path) -> list[Path]:
+def _logs_in(root: LogPath) -> list[LogPath]:
     return sorted(child for child in root.iterdir() if _looks_like_log(child))
 
 
@@ -562,16 +568,16 @@ class EventLogReader:
     [0]
     """
 
-    path: str | os.PathLike[str]
+    path: str | os.PathLike[str] | RemotePath
     follow: bool = False
     progress: Callable[[int], None] | None = None
     lines: int = 0
     events_read: int = 0
     skipped_lines: int = 0
     spark_version: str | None = None
-    _states: dict[Path, _FileState] = field(default_factory=dict)
+    _states: dict[LogPath, _FileState] = field(default_factory=dict)
     _warned: int = 0
-    _last: tuple[Path, int] | None = None  # file and line of the last event
+    _last: tuple[LogPath, int] | None = None  # file and line of the last event
     _told_compacted: bool = False
 
     def source(self) -> LogSource:
@@ -580,7 +586,7 @@ class EventLogReader:
         A followed ``.inprogress`` file that was renamed is found under its
         final name.
         """
-        path = Path(self.path)
+        path = log_path(self.path)
         final = path.with_name(path.name.removesuffix(INPROGRESS))
         if not path.exists() and final != path and final.exists():
             self.path = final
@@ -606,7 +612,9 @@ class EventLogReader:
         for path in source.files:
             yield from self._file_events(path, source.codec(path))
 
-    def _file_events(self, path: Path, codec: str | None) -> Iterator[dict[str, Any]]:
+    def _file_events(
+        self, path: LogPath, codec: str | None
+    ) -> Iterator[dict[str, Any]]:
         key = path.parent / path.name.removesuffix(INPROGRESS)
         state = self._states.setdefault(key, _FileState())
         try:
@@ -621,7 +629,7 @@ class EventLogReader:
             yield from self._stream_events(path, stream, state, codec)
 
     def _stream_events(
-        self, path: Path, stream: IO[bytes], state: _FileState, codec: str | None
+        self, path: LogPath, stream: IO[bytes], state: _FileState, codec: str | None
     ) -> Iterator[dict[str, Any]]:
         if codec is None:
             stream.seek(state.offset)
@@ -661,7 +669,7 @@ class EventLogReader:
         state.bytes_read = max(state.bytes_read, stream.tell(), 1)
 
     def _parse(
-        self, line: bytes, path: Path, lineno: int, last: bool = False
+        self, line: bytes, path: LogPath, lineno: int, last: bool = False
     ) -> dict[str, Any] | None:
         self.lines += 1
         if line.startswith(_PREFIX):
@@ -711,11 +719,11 @@ class EventLogReader:
         self.events_read -= 1
         self._skip(path, lineno, why)
 
-    def _unused(self, name: str, path: Path, lineno: int) -> None:
+    def _unused(self, name: str, path: LogPath, lineno: int) -> None:
         if name.startswith("SparkListenerTask") and name not in _KNOWN_TASK_EVENTS:
             self._skip(path, lineno, f"unknown task event {name!r}")
 
-    def _check_version(self, event: dict[str, Any], path: Path, lineno: int) -> None:
+    def _check_version(self, event: dict[str, Any], path: LogPath, lineno: int) -> None:
         version = str(event.get("Spark Version", ""))
         self.spark_version = version or None
         # ASCII digits, and at most 9: int() refuses strings of 4,300 digits.
@@ -729,11 +737,11 @@ class EventLogReader:
                 f"(<= {SUPPORTED_MAJOR}.x); unknown fields are ignored",
             )
 
-    def _skip(self, path: Path, lineno: int, why: str) -> None:
+    def _skip(self, path: LogPath, lineno: int, why: str) -> None:
         self.skipped_lines += 1
         self._warn(path, lineno, f"skipped: {why}")
 
-    def _warn(self, path: Path, lineno: int, message: str) -> None:
+    def _warn(self, path: LogPath, lineno: int, message: str) -> None:
         self._warned += 1
         if self._warned <= MAX_LINE_WARNINGS:
             warnings.warn(f"{path}:{lineno}: {message}", EventLogWarning, stacklevel=5)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sparktrail.pag.trace import write_trace
 from sparktrail.tracer import ImportStats, follow_eventlog, import_trace, trace_name
+from sparktrail.tracer.remote import log_arg, log_name
 
 from ._options import add_output, output_for
 
@@ -26,7 +27,11 @@ def register(subparsers: Any) -> None:
             "and write TRACE_DIR/<appId>[_<attemptId>].arrow."
         ),
     )
-    parser.add_argument("eventlog", type=Path, help="event-log file or directory")
+    parser.add_argument(
+        "eventlog",
+        type=log_arg,
+        help="event-log file or directory, or its URI (s3://, gs://, abfs://, ...)",
+    )
     add_output(parser, "trace directory to write")
     parser.add_argument(
         "--follow",
@@ -41,7 +46,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import ``args.eventlog`` into ``args.output``; print a one-line summary."""
-    args.output = output_for(args.eventlog, args.output, "trace")
+    local = args.eventlog if isinstance(args.eventlog, Path) else None
+    args.output = output_for(
+        local or Path(log_name(args.eventlog)), args.output, "trace"
+    )
     stats = ImportStats()
     if args.follow:
         files = follow_eventlog(

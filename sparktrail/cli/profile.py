@@ -32,6 +32,7 @@ from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
+from sparktrail.tracer.remote import is_uri, log_arg, log_name
 
 from ._options import add_output, add_window, output_for
 
@@ -56,7 +57,10 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "input", type=Path, help="trace (*.arrow file or directory) or event log"
+        "input",
+        type=log_arg,
+        help="trace (*.arrow file or directory) or event log (a path or a URI: "
+        "s3://, gs://, abfs://, hdfs://, https://)",
     )
     add_output(parser, "profile directory to write")
     add_window(parser, batches=True)
@@ -82,7 +86,7 @@ def _is_arrow(path: Path) -> bool:
         return handle.read(len(ARROW_MAGIC)) == ARROW_MAGIC
 
 
-def _import(path: Path) -> Trace:
+def _import(path: Path | str) -> Trace:
     try:
         with warnings.catch_warnings():
             # a file that is not an event log warns once per line
@@ -101,8 +105,9 @@ def _import(path: Path) -> Trace:
         ) from err
 
 
-def load_input(path: Path) -> tuple[Trace, str]:
-    """Read ``path`` as a trace, or import it as an event log.
+def load_input(path: Path | str) -> tuple[Trace, str]:
+    """Read ``path`` as a trace, or import it as an event log (a URI is an
+    event log, read through fsspec).
 
     Returns
     -------
@@ -119,6 +124,9 @@ def load_input(path: Path) -> tuple[Trace, str]:
         names the path and what was expected), or a directory of several
         event logs (the message lists them).
     """
+    if isinstance(path, str) and is_uri(path):
+        return _import(path), "event log"
+    path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory; {EXPECTED}")
     if path.is_dir():
@@ -236,11 +244,14 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
 
 def run(args: argparse.Namespace) -> int:
     """Profile ``args.input`` into ``args.output``; returns the exit code."""
-    args.output = output_for(args.input, args.output, "profile")
+    local = args.input if isinstance(args.input, Path) else None
+    args.output = output_for(
+        local or Path(log_name(args.input)), args.output, "profile"
+    )
     if args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
     with _progress(sys.stderr.isatty()) as steps:
-        steps.step(f"reading {args.input.name}")
+        steps.step(f"reading {log_name(args.input)}")
         trace, _ = load_input(args.input)
         if trace.frame.is_empty():
             raise InputError(f"{args.input}: the trace holds no rows")
@@ -249,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
             trace,
             args.window,
             engine=args.engine,
-            name=args.input.name,
+            name=log_name(args.input),
             progress=steps.detail,
         )
         steps.step("writing the report")
