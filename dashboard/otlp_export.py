@@ -301,35 +301,60 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
             )
         )
 
-    for (task_id,), group in tasks.sort("start_ns").group_by(
-        "task_id", maintain_order=True
-    ):
-        head = group.row(0, named=True)
-        stage_id = head["stage_id"]
-        cp_ns = float(group[CP_NS].sum())
-        by_activity = group.group_by("activity").agg(
-            (pl.col("end_ns") - pl.col("start_ns")).sum()
+    # One row per task attempt, its rows (in time order) as lists.
+    by_task = (
+        tasks.sort("start_ns")
+        .group_by("task_id", maintain_order=True)
+        .agg(
+            pl.col("start_ns").min().alias("first_ns"),
+            pl.col("end_ns").max().alias("last_ns"),
+            pl.col(CP_NS).sum().alias("task_cp_ns"),
+            pl.col("records").max().alias("task_records"),
+            pl.col("bytes").max().alias("task_bytes"),
+            pl.struct("start_ns", "end_ns", "activity", CP_NS, CRITICALITY).alias(
+                "parts"
+            ),
+            *(
+                pl.col(c).first()
+                for c in (
+                    "stage_id",
+                    "job_id",
+                    "partition",
+                    "attempt",
+                    "status",
+                    "speculative",
+                    "executor_id",
+                    "src_worker",
+                )
+            ),
         )
-        status = head["status"]
+    )
+    for task in by_task.iter_rows(named=True):
+        task_id, stage_id, status = task["task_id"], task["stage_id"], task["status"]
+        cp_ns = float(task["task_cp_ns"])
+        time_ns: dict[str, int] = {}
+        for part in task["parts"]:
+            length = part["end_ns"] - part["start_ns"]
+            time_ns[part["activity"]] = time_ns.get(part["activity"], 0) + length
         attributes = {
             "spark.task.id": task_id,
             "spark.stage.id": stage_id,
-            "spark.job.id": head["job_id"],
-            "spark.task.partition": head["partition"],
-            "spark.task.attempt": head["attempt"],
+            "spark.job.id": task["job_id"],
+            "spark.task.partition": task["partition"],
+            "spark.task.attempt": task["attempt"],
             "spark.task.status": status,
-            "spark.task.speculative": head["speculative"],
-            "spark.executor.id": head["executor_id"],
-            "sparktrail.worker": head["src_worker"],
-            "spark.task.records": group["records"].max(),
-            "spark.task.bytes": group["bytes"].max(),
+            "spark.task.speculative": task["speculative"],
+            "spark.executor.id": task["executor_id"],
+            "sparktrail.worker": task["src_worker"],
+            "spark.task.records": task["task_records"],
+            "spark.task.bytes": task["task_bytes"],
             "sparktrail.cp_ns": cp_ns,
             "sparktrail.cp.share": _share(cp_ns, total),
             "sparktrail.cp.task_share": _share(cp_ns, total),
             "sparktrail.cp.stage_share": stage_share.get(stage_id),
             **{
-                f"sparktrail.time_ns.{activity}": int(ns)
-                for activity, ns in by_activity.sort("activity").iter_rows()
+                f"sparktrail.time_ns.{activity}": ns
+                for activity, ns in sorted(time_ns.items())
             },
         }
         parent = _id(8, app, "stage", stage_id) if stage_id is not None else root_id
@@ -339,10 +364,10 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
                 _id(8, app, "task", task_id),
                 parent,
                 f"task {task_id}",
-                int(group["start_ns"].min()),  # type: ignore[arg-type]
-                int(group["end_ns"].max()),  # type: ignore[arg-type]
+                task["first_ns"],
+                task["last_ns"],
                 attributes,
-                [_event(r) for r in group.iter_rows(named=True)],
+                [_event(part) for part in task["parts"]],
                 error=f"task {status}" if status in _FAILED else None,
             )
         )

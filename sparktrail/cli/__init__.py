@@ -35,6 +35,7 @@ SUBCOMMANDS = {
     "serve": "serve",
     "whatif": "whatif",
     "compare": "compare",
+    "mcp": "mcp_server",
     "export": "export",
 }
 
