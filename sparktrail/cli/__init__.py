@@ -37,6 +37,7 @@ SUBCOMMANDS = {
     "compare": "compare",
     "mcp": "mcp_server",
     "export": "export",
+    "history": "history",
 }
 
 
