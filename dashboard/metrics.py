@@ -61,7 +61,9 @@ windows, not the run.
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,7 +75,14 @@ from sparktrail.summaries import Summaries, n_path_windows
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
 
-from .snapshots import Snapshot, SnapshotSource, WindowView
+from .snapshots import (
+    Snapshot,
+    SnapshotSource,
+    WindowFrames,
+    WindowView,
+    closed_label,
+    lag_ns,
+)
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -84,9 +93,11 @@ __all__ = [
     "NO_OPERATOR",
     "OTHER",
     "TOP",
+    "PipelineSnapshots",
     "SnapshotCollector",
     "add_metrics_route",
     "metrics_registry",
+    "serve_metrics",
 ]
 
 #: Where the dashboard answers scrapes (under Dash's routes prefix).
@@ -439,3 +450,96 @@ def add_metrics_route(
         return flask.Response(encode(registry), content_type=content_type)
 
     server.add_url_rule(path, "sparktrail_metrics", metrics, methods=["GET"])
+
+
+class PipelineSnapshots:
+    """Snapshots of a pipeline that ``sparktrail live`` runs, for its metrics.
+
+    ``live`` has no page: after each poll it calls :meth:`publish` with the
+    windows that closed, and :func:`serve_metrics` answers scrapes from
+    :meth:`latest`. The newest :data:`HELD` windows' frames are held; older
+    ones are read from the pipeline's store when first needed (the
+    collector reads each window once).
+    """
+
+    HELD = 8
+
+    def __init__(self, pipeline: Any, source: str, lateness_ns: int) -> None:
+        self._pipeline = pipeline
+        self._source = source
+        self._lateness_ns = lateness_ns
+        self._held: dict[int, WindowFrames] = {}
+        store = pipeline.store
+        self._views = tuple(self._view(s, self._end(s)) for s in store.window_starts())
+        self._snapshot = Snapshot(source, "starting…", windows=self._views)
+
+    def _fixed(self) -> int | None:
+        fixed = getattr(self._pipeline, "fixed_ns", None)
+        if fixed is None and isinstance(
+            getattr(self._pipeline, "window_ns", None), int
+        ):
+            fixed = self._pipeline.window_ns
+        return fixed  # type: ignore[no-any-return]
+
+    def _end(self, start_ns: int) -> int:
+        fixed = self._fixed()
+        return start_ns + fixed if fixed else self._pipeline.store.window_end(start_ns)
+
+    def _frames(self, start_ns: int) -> WindowFrames:
+        held = self._held.get(start_ns)
+        if held is not None:
+            return held
+        window = self._pipeline.store.read_window(start_ns, self._fixed())
+        return WindowFrames(window.summaries, window.cp)
+
+    def _view(self, start_ns: int, end_ns: int) -> WindowView:
+        label = closed_label(start_ns, end_ns)
+        return WindowView(
+            start_ns, end_ns, label, functools.partial(self._frames, start_ns)
+        )
+
+    def latest(self) -> Snapshot:
+        """The snapshot of the last :meth:`publish`."""
+        return self._snapshot
+
+    def publish(self, closed: Iterable[Any]) -> None:
+        """Add the windows that just closed (``ClosedWindow``) and the counters."""
+        pipeline = self._pipeline
+        added = []
+        for window in closed:
+            self._held[window.start_ns] = WindowFrames(window.summaries, window.cp)
+            added.append(self._view(window.start_ns, window.end_ns))
+        for start in sorted(self._held)[: -self.HELD]:
+            del self._held[start]
+        self._views += tuple(added)
+        length = getattr(pipeline, "open_window_ns", None) or self._fixed()
+        lag = (
+            lag_ns(time.time_ns(), pipeline.closed_until_ns, self._lateness_ns, length)
+            if length
+            else None
+        )
+        self._snapshot = Snapshot(
+            source=self._source,
+            status=f"{len(self._views)} windows closed",
+            windows=self._views,
+            corrupt_files=pipeline.corrupt_files,
+            late_rows=pipeline.late_rows,
+            rows_read=int(getattr(pipeline, "rows_read", 0)),
+            lag_ns=lag,
+            version=self._snapshot.version + 1,
+        )
+
+
+def serve_metrics(source: SnapshotSource, host: str, port: int) -> Any:
+    """Answer ``/metrics`` (any path, as prometheus-client does) on
+    ``host:port`` from a daemon thread; returns the server (``shutdown()``).
+
+    Raises
+    ------
+    ImportError
+        If prometheus-client is not installed (the ``metrics`` extra).
+    """
+    from prometheus_client import start_http_server
+
+    started = start_http_server(port, addr=host, registry=metrics_registry(source))
+    return started[0] if isinstance(started, tuple) else started

@@ -75,7 +75,30 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="with --once: the trace is complete, close every window",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="answer Prometheus scrapes on 127.0.0.1:PORT/metrics (README, "
+        "'Prometheus and Grafana'; the metrics extra)",
+    )
     parser.set_defaults(run=run)
+
+
+def _metrics(args: argparse.Namespace, pipeline: Any) -> Any:
+    """The snapshots ``--metrics-port`` serves, or ``None`` without it."""
+    if args.metrics_port is None:
+        return None
+    from sparktrail.dashboard.metrics import PipelineSnapshots, serve_metrics
+
+    snapshots = PipelineSnapshots(pipeline, str(args.trace_dir), args.lateness)
+    try:
+        serve_metrics(snapshots, "127.0.0.1", args.metrics_port)
+    except ImportError as err:
+        raise InputError(
+            "--metrics-port needs prometheus-client: pip install 'sparktrail[metrics]'"
+        ) from err
+    return snapshots
 
 
 def _report(window: ClosedWindow) -> str:
@@ -114,10 +137,14 @@ def run(args: argparse.Namespace) -> int:
     pipeline = _pipeline(args)
     total = 0
     try:
+        metrics = _metrics(args, pipeline)
         while True:
-            for window in pipeline.poll(final=args.final):
+            closed = pipeline.poll(final=args.final)
+            for window in closed:
                 total += 1
                 print(_report(window), flush=True)
+            if metrics is not None:
+                metrics.publish(closed)
             if args.once:
                 break
             time.sleep(args.poll)

@@ -369,3 +369,48 @@ def test_serve_answers_scrapes(tmp_path: Path, report: Path) -> None:
     run = samples(families["sparktrail_critical_share"], "run")
     assert math.isclose(sum(run.values()), 1.0, rel_tol=1e-9)
     assert json.dumps(sorted(run))  # labels are plain strings
+
+
+def test_live_answers_scrapes_with_its_pipeline(
+    real_trace: Path, tmp_path: Path
+) -> None:
+    # GIVEN sparktrail live --metrics-port on a copy of a real log's trace
+    from .test_safety import free_port
+
+    trace, again = tmp_path / "trace", tmp_path / "again"
+    for copy in (trace, again):
+        copy.mkdir()
+        data = (real_trace / "part-000.arrow").read_bytes()
+        (copy / "part-000.arrow").write_bytes(data)
+    port = free_port()
+    command = [sys.executable, "-m", "sparktrail", "live", str(trace)]
+    process = subprocess.Popen(
+        [*command, "--lateness", "0s", "--metrics-port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _, families = scrape(port)
+                if samples(families["sparktrail_windows_closed"])[""] > 0:
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(30)
+    # THEN its /metrics counts the windows it closed and the rows it read,
+    # and shares by window and run, each summing to 1
+    snapshot = LiveLoader(again, 1_000_000_000, 0).step()
+    assert samples(families["sparktrail_windows_closed"])[""] == len(snapshot.windows)
+    assert samples(families["sparktrail_rows_read"])[""] == snapshot.rows_read
+    share = families["sparktrail_critical_share"]
+    for scope in ("window", "run"):
+        assert math.isclose(sum(samples(share, scope).values()), 1.0, rel_tol=1e-9)
+    run = by_label(_run_frames(snapshot).activity, "activity", "cp_share")
+    assert_close(samples(share, "run"), run)
