@@ -4,7 +4,7 @@ Each log of ``eventlogs/public`` and ``eventlogs/hostile`` (two public logs
 with events 2.5 years after the rest, which took the machine down), and a
 fuzzed set of timestamp outliers written from the shared Spark 2.3 log, is
 profiled by ``sparktrail profile`` in a child process; the test reads the
-child's own peak RSS (``os.wait4``) and wall time. Budget: 60 s and 1 GiB
+child's own peak RSS (its ``VmHWM``) and wall time. Budget: 60 s and 1 GiB
 each (a child's interpreter with polars, numba and plotly is ~0.4 GB).
 Each outlier must be named in a warning with its line.
 """
