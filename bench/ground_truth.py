@@ -358,8 +358,15 @@ def _names_more_partitions(hint: dict[str, Any]) -> bool:
     return partitions is not None and partitions >= 2
 
 
-def _names_speculation(hint: dict[str, Any]) -> bool:
-    return "spark.speculation=true" in hint["action"]
+def _names_the_slow_partition(hint: dict[str, Any]) -> bool:
+    """The hint sends the reader to the slow partition's own work (on a
+    ``local`` master, where Spark never speculates, instead of speculation)."""
+    action = hint["action"]
+    return (
+        f"partition {SLOW_PARTITION}" in action
+        and "look at what makes" in action
+        and "spark.speculation=true" not in action
+    )
 
 
 def _names_salt(hint: dict[str, Any]) -> bool:
@@ -431,11 +438,14 @@ WORKLOADS: dict[str, Workload] = {
                 f"{STRAGGLER_TASKS}-task stage sleeps {SLOW_SECONDS:g} s "
                 f"(others {TASK_SECONDS:g} s) on normal-sized input"
             ),
-            fix="the sleep removed (speculation, where the slowness is the host's)",
+            fix=(
+                "the sleep removed (the partition's own work: a local master "
+                "never speculates)"
+            ),
             kinds=("straggler_task",),
             stage_tasks=STRAGGLER_TASKS,
             partition=SLOW_PARTITION,
-            check=_names_speculation,
+            check=_names_the_slow_partition,
             forbidden=("hotspot",),
             setup=warm_python_workers,
             setup_jobs=1,

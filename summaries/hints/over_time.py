@@ -270,6 +270,12 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
 
 #: State rows a stateful stage must hold before its skew is worth a hint.
 STATE_SKEW_MIN_ROWS = 1000
+#: Batches of an operator that must hold its state skewed for a small,
+#: off-path skew to count as a trend.
+STATE_SKEW_MIN_BATCHES = 3
+#: ... and the state rows its stage must then hold (a steady skew of a
+#: thousand rows matters to no one).
+STATE_SKEW_STEADY_ROWS = 10_000
 #: State rows, or state memory, of the hot partition that matter whether
 #: or not its task is on the critical path (a partition's state is loaded,
 #: updated and checkpointed every batch; a million rows or 256 MiB of it
@@ -327,7 +333,9 @@ def state_skew(ctx: Context) -> list[Hint]:
     rows or more, and the hot partition's state is large
     (:data:`STATE_SKEW_LARGE_ROWS` rows or :data:`STATE_SKEW_LARGE_BYTES`)
     or its task is on the critical path (``task_min_share`` of it while it
-    ran, and slower than the stage's median task). Over an operator's
+    ran, and slower than the stage's median task), or the operator's median
+    hot share is skewed over :data:`STATE_SKEW_MIN_BATCHES` batches or more
+    (a trend, not a batch's). Over an operator's
     stages after each query's first batch, the median hot share must be
     skewed too: one skewed batch among even ones is no trend.
     """
@@ -354,7 +362,20 @@ def state_skew(ctx: Context) -> list[Hint]:
     on_path = (pl.col("hot_cp_share") >= opts.task_min_share) & (
         pl.col("duration_ns") > pl.col("median_ns")
     )
-    found = stages.filter(skewed & (large | on_path)).with_columns(
+    # ... or it persists: most of the operator's batches (three or more)
+    # hold it skewed, the trend the rule is for.
+    steady = {
+        key
+        for key, found in shares.items()
+        if len(found) >= STATE_SKEW_MIN_BATCHES
+        and typical[key] >= opts.state_skew_min_share
+    }
+    persistent = (pl.col("_total") >= STATE_SKEW_STEADY_ROWS) & pl.col(
+        "stage_id"
+    ).is_in(
+        [s for s in stages["stage_id"].to_list() if keys.get(s, f"stage {s}") in steady]
+    )
+    found = stages.filter(skewed & (large | on_path | persistent)).with_columns(
         large.alias("large"), on_path.alias("on_path")
     )
     hints = []

