@@ -58,10 +58,7 @@ from sparktrail.pag.trace import Trace
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE, HAS_PATHS, RATIO
 from sparktrail.whatif import (
     Change,
-    DropDriverGap,
-    Executors,
     Replay,
-    SpeculateTask,
     executor_table,
     predict,
 )
@@ -333,18 +330,7 @@ def parse_change(text: str) -> Change | None:
         words[0] = "--" + words[0]
     parser = _Refusing(prog="sparktrail", add_help=False)
     whatif_cli.register(parser.add_subparsers())
-    args = parser.parse_args(["whatif", "-", *words])
-    if args.split is not None:
-        return args.split  # type: ignore[no-any-return]
-    if args.speculate is not None:
-        return SpeculateTask(args.speculate)
-    if args.executors is not None:
-        return Executors(args.executors)
-    if args.partitions is not None:
-        return args.partitions  # type: ignore[no-any-return]
-    if args.drop_driver_gap is not None:
-        return DropDriverGap(args.drop_driver_gap)
-    return None
+    return whatif_cli.change_of(parser.parse_args(["whatif", "-", *words]))
 
 
 def _answer(call: Callable[[], str]) -> Any:

@@ -28,7 +28,7 @@ from sparktrail.whatif import (
 
 from .profile import load_input
 
-__all__ = ["parse_ints", "register", "run"]
+__all__ = ["change_of", "parse_ints", "register", "run"]
 
 
 def parse_ints(text: str, count: int, form: str) -> list[int]:
@@ -112,7 +112,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _change(args: argparse.Namespace) -> Change | None:
+def change_of(args: argparse.Namespace) -> Change | None:
+    """The change the parsed ``whatif`` options name (``None``: none)."""
     if args.split is not None:
         return args.split  # type: ignore[no-any-return]
     if args.speculate is not None:
@@ -145,7 +146,7 @@ def _print_prediction(change: Change, p: Prediction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``sparktrail whatif``; returns the exit code."""
     # Make the change first: a bad value fails before the input is read.
-    change = _change(args)
+    change = change_of(args)
     trace, _ = load_input(args.input)
     replay = Replay.of(trace)
     if change is not None:
