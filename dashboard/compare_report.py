@@ -24,6 +24,7 @@ import polars as pl
 
 from sparktrail.engines.comparison import UNATTRIBUTED, Comparison
 
+from .html_pages import write_page
 from .report import _STYLE
 
 __all__ = [
@@ -345,14 +346,9 @@ def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path
         regressions_html(c),
         "</section>",
     ]
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>sparktrail compare: {html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n"
+    return write_page(
+        Path(out_dir) / "report.html",
+        f"sparktrail compare: {title}",
+        _STYLE,
+        "".join(parts),
     )
-    target = Path(out_dir) / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(page, encoding="utf-8")
-    os.replace(temporary, target)
-    return target

@@ -35,6 +35,7 @@ from sparktrail.engines.profiler import Profile
 from sparktrail.summaries.hints import shown_hints
 
 from .figures import SHARE_ONLY_KINDS
+from .html_pages import write_page
 from .spark_tables import SORT_SCRIPT
 from .verdict import _span_ns, verdict
 
@@ -263,18 +264,15 @@ def write_fleet_page(
         "by the core-hours and wall seconds their top hint saves; click a "
         "heading to sort by it."
     )
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>sparktrail history: {html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>"
+    body = (
         f'<h1>{html.escape(title)}</h1><p class="note">{html.escape(note)}</p>'
         f'<table id="applications" class="sortable"><thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table>"
-        f"<script>{SORT_SCRIPT}</script></body></html>\n"
     )
-    target = Path(out_dir) / FLEET_PAGE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(page, encoding="utf-8")
-    os.replace(temporary, target)
-    return target
+    return write_page(
+        Path(out_dir) / FLEET_PAGE,
+        f"sparktrail history: {title}",
+        _STYLE,
+        body,
+        SORT_SCRIPT,
+    )

@@ -30,6 +30,7 @@ from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
+from .html_pages import write_page
 from .verdict import header_facts, verdict
 
 __all__ = [
@@ -326,15 +327,10 @@ def write_report(profile: Profile, out_dir: str | os.PathLike[str]) -> Path:
             f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
             f"{extra}{plot}{caption}</section>"
         )
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>sparktrail: {html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>{''.join(parts)}"
-        f"<script>{spark_tables.SORT_SCRIPT}</script></body></html>\n"
+    return write_page(
+        Path(out_dir) / REPORT_FILE,
+        f"sparktrail: {title}",
+        _STYLE,
+        "".join(parts),
+        spark_tables.SORT_SCRIPT,
     )
-    target = Path(out_dir) / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(page, encoding="utf-8")
-    os.replace(temporary, target)
-    return target
