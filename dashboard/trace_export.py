@@ -49,23 +49,14 @@ import numpy as np
 import orjson
 import polars as pl
 
-from sparktrail.engines.batch import (
-    batch_candidates,
-    window_batches,
-    without_stretches,
-)
+from sparktrail.engines.batch import BATCH_ROWS, cp_batches
 from sparktrail.engines.profiler import Profile, window_cp
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import Trace
-from sparktrail.pag.window_rows import batch_cp, touching_rows, trace_extent
-from sparktrail.pag.windows import (
-    MIN_STRETCH,
-    TRACE_ROW,
-    plain_stretches,
-    to_trace_rows,
-)
+from sparktrail.pag.window_rows import touching_rows, trace_extent
+from sparktrail.pag.windows import TRACE_ROW
 
 __all__ = [
     "CRITICAL_THRESHOLD",
@@ -81,8 +72,6 @@ __all__ = [
 #: Default criticality from which a slice is marked critical: at least half
 #: of its window's critical paths run through it.
 CRITICAL_THRESHOLD = 0.5
-#: Trace rows per batch of windows whose CP is computed together.
-BATCH_ROWS = 1_000_000
 #: Columns of each row :class:`CriticalRows` adds: its critical time (ns)
 #: and its criticality (0..1).
 CP_NS = "cp_ns"
@@ -272,25 +261,10 @@ def whole_trace(
         return _empty(numbered, trace.context, name, window)
     origin = trace_origin(frame, window)
     extent = trace_extent(frame)
-    runs = window_batches(frame, window, origin, batch_rows)
-    batches = without_stretches(
-        runs, plain_stretches(frame, window, origin, MIN_STRETCH), window, origin
-    )
-    if len(batches) > 1:
-        rows_of = batch_candidates(frame, window, origin, batches)
     sums: list[pl.DataFrame] = []
     paths: list[pl.DataFrame] = []
-    for b, (ts, te, span) in enumerate(batches):
-        length, start = (te - ts, ts) if span else (window, origin)
-        if len(batches) == 1:
-            cp, rows = batch_cp(frame, length, start, ts, te, extent)
-        else:
-            mine = rows_of(b)
-            candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
-            cp, rows = batch_cp(
-                candidates, length, start, ts, te, extent, row_column=_ROW
-            )
-        pieces = _pieces(to_trace_rows(cp, rows), extent)
+    for cp, _, _, _ in cp_batches(frame, window, origin, batch_rows=batch_rows):
+        pieces = _pieces(cp, extent)
         sums.append(_per_row(pieces))
         paths.append(critical_segments(pieces))
     per_row = _per_row(pl.concat(sums)) if sums else _per_row(_no_pieces())

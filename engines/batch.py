@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +31,7 @@ __all__ = [
     "Batch",
     "Progress",
     "batch_candidates",
+    "cp_batches",
     "micro_batch_bounds",
     "summarize",
     "summarize_micro_batches",
@@ -117,25 +118,69 @@ def summarize(
     [True, True]
     """
     window, origin = check_window(window_ns, origin_ns)
+    valid = load_trace(trace)
+    if origin is None:
+        origin = trace_origin(valid.frame, window)
+    parts = []
+    for cp, span, done, total in cp_batches(
+        valid.frame, window, origin, batch_rows=batch_rows, min_stretch=min_stretch
+    ):
+        parts.append(Partials.of(cp.drop("start_ns", "end_ns"), span))
+        del cp
+        if progress is not None:
+            progress(done, total)
+    if parts:
+        partials = Partials.combine(parts)
+    else:
+        partials = Partials.of(critical_participation(valid, window, origin))
+    del parts
+    warn_pathless(partials.windows, stacklevel=2)
+    return summaries_from_partials(partials, valid, window, origin_ns, options)
+
+
+def cp_batches(
+    frame: pl.DataFrame,
+    window_ns: int,
+    origin_ns: int,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    min_stretch: int = MIN_STRETCH,
+) -> Iterator[tuple[pl.DataFrame, int, int, int]]:
+    """The CP rows of a validated trace's windows, a batch of windows at a time.
+
+    The one loop of the engines that read a whole trace (:func:`summarize`,
+    the trace export): each batch's CP comes from the rows touching it
+    (:func:`~sparktrail.pag.window_rows.batch_cp`), a plain stretch's as
+    one window of its length (:func:`without_stretches`).
+
+    Yields
+    ------
+    (cp, span, done, batches)
+        A batch's CP rows (``edge_index`` the row of ``frame``), how many
+        windows each of its windows stands for (1, or a stretch's length),
+        and how many batches are done of how many.
+
+    >>> t = load_trace(pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [8], "activity": ["processing"]})).frame
+    >>> [(cp["cp"].to_list(), span) for cp, span, _, _ in cp_batches(t, 4, 0)]
+    [([1.0, 1.0], 1)]
+    """
     if (
         not isinstance(batch_rows, int)
         or isinstance(batch_rows, bool)
         or batch_rows < 1
     ):
         raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
-    valid = load_trace(trace)
-    frame = valid.frame
-    if origin is None:
-        origin = trace_origin(frame, window)
+    window, origin = window_ns, origin_ns
     runs = window_batches(frame, window, origin, batch_rows)
-    if runs:
-        extent = trace_extent(frame)
+    if not runs:
+        return
+    extent = trace_extent(frame)
     batches = without_stretches(
         runs, plain_stretches(frame, window, origin, min_stretch), window, origin
     )
     if len(batches) > 1:  # one batch reads the whole trace: nothing to bucket
         rows_of = batch_candidates(frame, window, origin, batches)
-    parts = []
     for done, (ts, te, span) in enumerate(batches, 1):
         # A stretch is one window as long as it (plain_stretches).
         length, start = (te - ts, ts) if span else (window, origin)
@@ -154,17 +199,7 @@ def summarize(
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
         del rows
-        parts.append(Partials.of(cp.drop("start_ns", "end_ns"), span or 1))
-        del cp
-        if progress is not None:
-            progress(done, len(batches))
-    if parts:
-        partials = Partials.combine(parts)
-    else:
-        partials = Partials.of(critical_participation(valid, window, origin))
-    del parts
-    warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, valid, window, origin_ns, options)
+        yield cp, span or 1, done, len(batches)
 
 
 def window_batches(
