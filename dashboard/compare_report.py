@@ -7,7 +7,10 @@ prints first), a waterfall of critical seconds by operator from BEFORE's
 wall time to AFTER's (:func:`waterfall`), the settings diff, the checked
 savings of BEFORE's hints and the regressions. plotly.js is inlined, as in
 the profile report (:mod:`~sparktrail.dashboard.report`), whose style it
-shares, so the page opens offline.
+shares, so the page opens offline. :func:`write_series_report` is the page
+of a series of runs (:mod:`~sparktrail.engines.series`): a line chart of
+critical seconds across the runs per top operator, the run its regression
+began in marked, and the table of operators by run.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,7 @@ import plotly.io as pio
 import polars as pl
 
 from sparktrail.engines.comparison import UNATTRIBUTED, Comparison
+from sparktrail.engines.series import RunSeries, start_text
 
 from .html_pages import write_page
 from .report import _STYLE
@@ -31,9 +36,12 @@ __all__ = [
     "LABEL_CHARS",
     "comparison_verdict",
     "duration_text",
+    "series_chart",
+    "series_verdict",
     "short_label",
     "waterfall",
     "write_compare_report",
+    "write_series_report",
 ]
 
 #: An operator label longer than this is cut (the whole label on hover).
@@ -350,5 +358,203 @@ def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path
         Path(out_dir) / "report.html",
         f"sparktrail compare: {title}",
         _STYLE,
+        "".join(parts),
+    )
+
+
+# -- a series of runs --------------------------------------------------------------
+
+#: Operators given a line chart on the series page (regressed ones first).
+SERIES_CHARTS = 6
+#: Operator rows of the series page's table.
+SERIES_ROWS = 30
+_SERIES_STYLE = (
+    _STYLE
+    + """
+table.hints td.regressed { color: #b00; font-weight: bold; background: #fdecea; }
+table.hints td.num { text-align: right; font-variant-numeric: tabular-nums; }
+"""
+)
+
+
+def series_verdict(s: RunSeries) -> str:
+    """One sentence: which operators regressed and from which run.
+
+    >>> runs = pl.DataFrame({"run": ["a", "b"]})
+    >>> ops = pl.DataFrame({"operator": ["agg"], "critical_s": [[1.0, 3.0]],
+    ...     "records": [[10, 10]], "regression_from": ["b"]})
+    >>> series_verdict(RunSeries(runs, ops))
+    '1 operator regressed: agg from run #2 b (1.0 s → 3.0 s).'
+    """
+    found = s.regressions()
+    n = len(s.runs)
+    if found.is_empty():
+        return (
+            f"No regression in {n} runs: no operator's critical time rose by more "
+            "than max(10%, 1 s) over the runs before it at the same input and "
+            "stayed up."
+        )
+    names = s.names
+    parts = []
+    for r in found.iter_rows(named=True):
+        i = names.index(r["regression_from"])
+        seconds = r["critical_s"]
+        before = statistics.median(seconds[:i])
+        parts.append(
+            f"{short_label(str(r['operator']), 60)} from run #{i + 1} "
+            f"{r['regression_from']} ({duration_text(before)} → "
+            f"{duration_text(seconds[i])})"
+        )
+    head = f"{len(parts)} operator{'s' if len(parts) > 1 else ''} regressed: "
+    return head + "; ".join(parts) + "."
+
+
+def series_chart(s: RunSeries, operator: str) -> go.Figure:
+    """One operator's critical seconds across the runs (in start order), the
+    run its regression began in marked; records on hover."""
+    row = s.operators.filter(pl.col("operator") == operator).row(0, named=True)
+    labels = [f"#{i} {name}" for i, name in enumerate(s.names, start=1)]
+    records = [_count(r) for r in row["records"]]
+    fig = go.Figure(
+        go.Scatter(
+            x=labels,
+            y=row["critical_s"],
+            mode="lines+markers",
+            name="critical seconds",
+            customdata=records,
+            hovertemplate="%{x}<br>%{y:.3g} s<br>records %{customdata}<extra></extra>",
+            line={"color": "#1f77b4"},
+        )
+    )
+    start = row["regression_from"]
+    if start is not None:
+        i = s.names.index(start)
+        fig.add_trace(
+            go.Scatter(
+                x=[labels[i]],
+                y=[row["critical_s"][i]],
+                mode="markers",
+                name="regression began",
+                marker={"color": "#d62728", "size": 14, "symbol": "triangle-up"},
+                hovertemplate="regression began here<extra></extra>",
+            )
+        )
+        fig.add_vline(x=i, line={"color": "#d62728", "dash": "dash"})
+    fig.update_layout(
+        title=short_label(operator, 90),
+        yaxis_title="critical seconds",
+        yaxis_rangemode="tozero",
+        showlegend=start is not None,
+        margin={"t": 50, "b": 60},
+    )
+    return fig
+
+
+def _series_table(s: RunSeries, top: int = SERIES_ROWS) -> str:
+    names = s.names
+    ops = s.operators
+    shown = pl.concat([ops.head(len(ops) - 1).head(top), ops.tail(1)])
+    head = "".join(
+        f"<th title='{html.escape(n)}'>#{i}</th>" for i, n in enumerate(names, 1)
+    )
+    body = []
+    for r in shown.iter_rows(named=True):
+        cells = []
+        for name, seconds, records in zip(
+            names, r["critical_s"], r["records"], strict=True
+        ):
+            css = "num regressed" if name == r["regression_from"] else "num"
+            mark = " ▲" if name == r["regression_from"] else ""
+            title = f"records {_count(records)}"
+            cells.append(
+                f"<td class='{css}' title='{html.escape(title)}'>"
+                f"{seconds:.2f}{mark}</td>"
+            )
+        label = html.escape(short_label(str(r["operator"]), 70))
+        full = html.escape(str(r["operator"]))
+        body.append(f"<tr><td title='{full}'>{label}</td>{''.join(cells)}</tr>")
+    return (
+        "<table class='hints' id='series-table'><thead><tr><th>operator</th>"
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _runs_table(s: RunSeries) -> str:
+    rows = [
+        [
+            f"#{i}",
+            str(r["run"]),
+            str(r["app_id"] or "–"),
+            start_text(r["start_ns"]) or "–",
+            f"{r['wall_s']:.2f} s",
+        ]
+        for i, r in enumerate(s.runs.iter_rows(named=True), start=1)
+    ]
+    return _table(rows, ["", "run", "application id", "start (UTC)", "wall time"])
+
+
+def write_series_report(s: RunSeries, out_dir: str | os.PathLike[str]) -> Path:
+    """Write ``out_dir/report.html`` of a series of runs; returns its path:
+    the verdict, a line chart per top operator (regressed ones first), the
+    runs and the table of critical seconds by operator and run.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sparktrail.engines.series import run_series
+    >>> from sparktrail.engines.profiler import profile
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     page = write_series_report(run_series([profile(t, 4), profile(t, 4)]), d)
+    ...     'id="series-table"' in page.read_text().replace("'", '"')
+    True
+    """
+    names = s.names
+    ops = s.operators
+    named = ops.head(len(ops) - 1)
+    flagged = named.filter(pl.col("regression_from").is_not_null())
+    rest = named.filter(pl.col("regression_from").is_null())
+    chosen = [str(op) for op in pl.concat([flagged, rest])["operator"]]
+    chosen = chosen[:SERIES_CHARTS]
+    charts = []
+    for k, operator in enumerate(chosen):
+        charts.append(
+            pio.to_html(
+                series_chart(s, operator),
+                full_html=False,
+                include_plotlyjs=k == 0,
+                div_id=f"series-chart-{k}",
+                default_height="320px",
+                config={"displaylogo": False},
+            )
+        )
+    warnings = "".join(
+        f"<p class='note warning'>Warning: {html.escape(w)}</p>" for w in s.warnings
+    )
+    title = f"{len(names)} runs ({names[0]} … {names[-1]})"
+    parts = [
+        f"<header><h1>sparktrail compare: {html.escape(title)}</h1>",
+        f'<p id="verdict" class="verdict">{html.escape(series_verdict(s))}</p>',
+        f"{warnings}</header>",
+        '<section id="charts"><h2>Critical seconds across the runs</h2>',
+        "".join(charts) or "<p class='note'>No operator ran on the critical path.</p>",
+        "<p class='caption'>Each chart is one operator's critical seconds (time "
+        "the critical path spent in it) in each run, in start order; a red "
+        "triangle marks the run its regression began in.</p></section>",
+        '<section id="runs"><h2>Runs</h2>',
+        _runs_table(s),
+        "</section>",
+        '<section id="table"><h2>Critical seconds by operator and run</h2>',
+        _series_table(s),
+        "<p class='caption'>▲: the run a regression began in (over the median "
+        "of the runs before by more than max(10%, 1 s), its input grown less "
+        "than 10%, and still up in the next run). Hover a cell for its "
+        "records.</p></section>",
+    ]
+    return write_page(
+        Path(out_dir) / "report.html",
+        f"sparktrail compare: {title}",
+        _SERIES_STYLE,
         "".join(parts),
     )

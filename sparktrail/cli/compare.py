@@ -1,4 +1,5 @@
 """``sparktrail compare BEFORE AFTER``: did the fix work? (DESIGN §11)
+``sparktrail compare DIR``: where did a regression begin?
 
 Each of BEFORE and AFTER is a Spark event log, a trace, or a profile folder
 (``sparktrail profile -o DIR``'s: it holds ``profile.json`` or
@@ -8,20 +9,33 @@ path, the settings that differ, BEFORE's hints checked in AFTER and the
 regressions. ``--json`` prints the comparison's JSON contract on stdout
 (the rest on stderr); ``-o DIR`` writes ``DIR/report.html`` and the
 comparison's frames.
+
+With one argument, a folder of runs of one application (event logs,
+traces or profile folders), the runs are profiled once each, ordered by
+start time, and the command prints each operator's critical seconds per
+run and the run where an operator's regression began
+(:mod:`~sparktrail.engines.series`); ``--json`` prints the series' JSON,
+``-o DIR`` writes ``DIR/report.html`` (a line chart per top operator and
+the table) and ``DIR/series.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
+
+import polars as pl
 
 from sparktrail.dashboard.compare_report import (
     comparison_verdict,
     short_label,
     write_compare_report,
+    write_series_report,
 )
 from sparktrail.engines.comparison import Comparison, compare
 from sparktrail.engines.profiler import (
@@ -30,12 +44,22 @@ from sparktrail.engines.profiler import (
     Profile,
     profile,
 )
+from sparktrail.engines.series import RunSeries, run_series, start_text
 from sparktrail.errors import InputError
+from sparktrail.pag.trace import trace_files
+from sparktrail.tracer.eventlog import EventLogError, resolve
 
 from ._options import add_window
 from .profile import load_input
 
-__all__ = ["load_profile", "print_comparison", "register", "run"]
+__all__ = [
+    "load_profile",
+    "print_comparison",
+    "print_series",
+    "register",
+    "run",
+    "series_inputs",
+]
 
 #: Operator rows the terminal table shows.
 TOP = 8
@@ -45,21 +69,32 @@ def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand to ``subparsers``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "compare",
-        help="compare two runs: where the time went, and did the hints work",
+        help="compare two runs (or a folder of runs): where the time went, "
+        "did the hints work, where a regression began",
         description=(
             "Compare two runs of one application (event logs, traces or "
             "profile folders): the wall-time change decomposed by operator "
             "on the critical path, the settings that differ, and each hint "
-            "of BEFORE checked in AFTER (applied? predicted vs measured)."
+            "of BEFORE checked in AFTER (applied? predicted vs measured). "
+            "Given one folder of runs instead, order them by start time and "
+            "show each operator's critical seconds per run and the run where "
+            "its regression began."
         ),
     )
-    for name in ("before", "after"):
-        parser.add_argument(
-            name,
-            type=Path,
-            metavar=name.upper(),
-            help="event log, trace (*.arrow file or directory) or profile folder",
-        )
+    parser.add_argument(
+        "before",
+        type=Path,
+        metavar="BEFORE",
+        help="event log, trace (*.arrow file or directory) or profile folder; "
+        "alone: a folder of runs (DIR)",
+    )
+    parser.add_argument(
+        "after",
+        type=Path,
+        nargs="?",
+        metavar="AFTER",
+        help="event log, trace (*.arrow file or directory) or profile folder",
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -178,10 +213,124 @@ def print_comparison(c: Comparison, out: TextIO) -> None:
             print(f"  {r['kind']}, {r['cause']}: {where}: {r['detail']}", file=out)
 
 
+def series_inputs(folder: Path) -> list[Path]:
+    """The runs in ``folder``: each entry an event log, a trace or a profile
+    folder, by name (hidden entries and README files left out).
+
+    Raises
+    ------
+    FileNotFoundError, InputError
+        If ``folder`` is missing, not a folder, or itself one run.
+    """
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder}: no such folder of runs")
+    one_run = (
+        f"{folder}: one run; give BEFORE AFTER, or one folder holding a run "
+        "per entry (event logs, traces or profile folders)"
+    )
+    if not folder.is_dir() or _is_profile(folder) or trace_files(folder):
+        raise InputError(one_run)
+    try:
+        resolve(folder)
+    except EventLogError:  # several logs (SeveralLogsError) or none
+        pass
+    else:
+        raise InputError(one_run)
+    return [
+        p
+        for p in sorted(folder.iterdir(), key=lambda p: p.name)
+        if not p.name.startswith(".") and not p.name.lower().startswith("readme")
+    ]
+
+
+def load_series(folder: Path, window_ns: int) -> RunSeries:
+    """Each run of ``folder`` profiled once (named by its entry), in series."""
+    runs = []
+    for path in series_inputs(folder):
+        found = load_profile(path, window_ns)
+        runs.append(replace(found, name=path.name))
+    if len(runs) < 2:
+        raise InputError(f"{folder}: {len(runs)} run(s); a series needs at least two")
+    return run_series(runs)
+
+
+def print_series(s: RunSeries, out: TextIO) -> None:
+    """The runs, each operator's critical seconds per run, the regressions."""
+    for warning in s.warnings:
+        print(f"Warning: {warning}", file=out)
+    print(f"{len(s.runs)} runs by start time:", file=out)
+    for i, r in enumerate(s.runs.iter_rows(named=True), start=1):
+        start = start_text(r["start_ns"]) or "start unknown"
+        print(
+            f"  #{i} {r['run']}  {r['app_id'] or '–'}  {start}  "
+            f"wall {r['wall_s']:.2f} s",
+            file=out,
+        )
+    print(
+        "\nCritical seconds by operator and run (* where a regression began):", file=out
+    )
+    head = "".join(f"{'#' + str(i):>10}" for i in range(1, len(s.runs) + 1))
+    print(f"{head}  operator", file=out)
+    ops = s.operators
+    shown = pl.concat([ops.head(len(ops) - 1).head(TOP), ops.tail(1)])
+    names = s.names
+    for r in shown.iter_rows(named=True):
+        cells = "".join(
+            f"{v:9.2f}" + ("*" if names[i] == r["regression_from"] else " ")
+            for i, v in enumerate(r["critical_s"])
+        )
+        print(f"{cells}  {short_label(str(r['operator']), 70)}", file=out)
+    if len(ops) - 1 > TOP:
+        print(f"  ({len(ops) - 1 - TOP} more operators)", file=out)
+    found = s.regressions()
+    if found.is_empty():
+        print(
+            "\nNo regression: no operator's critical seconds rose by more than "
+            "max(10%, 1 s) over the runs before it, at the same input, and stayed "
+            "up.",
+            file=out,
+        )
+        return
+    print("\nRegressions:", file=out)
+    for r in found.iter_rows(named=True):
+        i = names.index(r["regression_from"])
+        seconds = r["critical_s"]
+        before = seconds[:i]
+        print(
+            f"  from #{i + 1} {r['regression_from']}: "
+            f"{short_label(str(r['operator']), 60)}: "
+            f"median {_median_text(before)} before, {seconds[i]:.2f} s then",
+            file=out,
+        )
+
+
+def _median_text(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s"
+
+
+def _run_series(args: argparse.Namespace) -> int:
+    series = load_series(args.before, args.window)
+    out = sys.stderr if args.json else sys.stdout
+    print_series(series, out)
+    if args.output is not None:
+        page = write_series_report(series, args.output)
+        (args.output / "series.json").write_text(
+            json.dumps(series.to_json(), indent=2) + "\n"
+        )
+        print(f"\nReport: {page}", file=out)
+    if args.json:
+        json.dump(series.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Compare ``args.before`` with ``args.after``; returns the exit code."""
+    """Compare ``args.before`` with ``args.after`` (or the runs of the folder
+    ``args.before``); returns the exit code."""
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
+    if args.after is None:
+        return _run_series(args)
     before = load_profile(args.before, args.window)
     after = load_profile(args.after, args.window)
     result = compare(before, after)
