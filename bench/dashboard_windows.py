@@ -53,6 +53,7 @@ import polars as pl
 import psutil
 from online_latency import _rounds
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread, WindowView
 from sparktrail.engines.online import OnlinePipeline
@@ -139,7 +140,7 @@ def _cold_build(trace_dir: str, out: Any) -> None:
     process = psutil.Process()
     before = process.memory_info().rss
     started = time.perf_counter()
-    snapshot = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS).step()
+    snapshot = live_loader(trace_dir, WINDOW_NS, LATENESS_NS).step()
     took = time.perf_counter() - started
     grown = process.memory_info().rss - before
     out.put((took, grown, len(snapshot.windows)))
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         grown = statistics.median(b[1] for b in builds)
         report("snapshot build, cold (LiveLoader.step)", f"{took:.2f} s")
         report("  RSS growth of that process", f"{grown / 2**20:.0f} MiB")
-        loader = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS)
+        loader = live_loader(trace_dir, WINDOW_NS, LATENESS_NS)
         step = step_closing_a_window(loader, trace_dir, args.repeats)
         report("step closing one window", f"{step * 1e3:.0f} ms")
         idle = idle_step(loader, args.repeats)

@@ -82,6 +82,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import GRAPHS, create_app
 from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread
 from sparktrail.pag.memory import retain_freed_memory
@@ -308,7 +309,7 @@ def start_consumer(
 ) -> tuple[LiveLoader, TimedUpdateThread, Page]:
     """The live loader of ``trace_dir``, its update thread stepping every
     ``interval`` s and a page polling the app every ``tick`` s, started."""
-    loader = LiveLoader(trace_dir, WINDOW_NS, LATENESS_NS)
+    loader = live_loader(trace_dir, WINDOW_NS, LATENESS_NS)
     thread = TimedUpdateThread(loader.step, interval, source=str(trace_dir))
     page = Page(create_app(thread), tick)
     thread.start()

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from bench.stream_overhead import local_session
-from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
+from sparktrail.cli.serve import live_loader
+from sparktrail.dashboard.snapshots import UpdateThread
 from sparktrail.pag.trace import read_context
 from sparktrail.tracer import attach, detach
 from sparktrail.workloads import streaming_join
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "trace"
         attach(spark, out)
         query = streaming_join(spark, str(Path(tmp) / "checkpoint"))
-        updates = UpdateThread(LiveLoader(out, S, LATENESS).step, source=str(out))
+        updates = UpdateThread(live_loader(out, S, LATENESS).step, source=str(out))
         updates.start()
         stop = time.monotonic() + args.seconds
         try:

@@ -7,9 +7,10 @@ immutable :class:`Snapshot`; callbacks take the latest snapshot from a
 
 Loaders
 -------
-* :class:`LiveLoader` runs the :class:`~sparktrail.engines.online.
-  OnlinePipeline` on a trace directory (``sparktrail serve TRACE_DIR``): the
-  windows already in its store, then each window as it closes.
+* :class:`LiveLoader` steps the :class:`~sparktrail.engines.online.
+  OnlinePipeline` that ``sparktrail serve TRACE_DIR`` opens (the dashboard
+  does not start a pipeline, it only reads what one closed): the windows
+  already in its store, then each window as it closes.
 * :func:`load_report` reads the summaries ``sparktrail profile`` wrote
   (``sparktrail serve --report OUT_DIR``) as one "whole run" window; the
   timeline needs ``summaries/critical_window.parquet`` (CP rows of one
@@ -57,11 +58,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import polars as pl
 
-from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.profiler import Profile
 from sparktrail.engines.store import WindowStore
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
@@ -360,13 +360,43 @@ class _FrameCache:
                 self._held.popitem(last=False)
 
 
+class LivePipeline(Protocol):
+    """What a :class:`LiveLoader` reads of the online pipeline that its
+    caller runs (:class:`~sparktrail.engines.online.OnlinePipeline`): the
+    dashboard only reads; the CLI starts the pipeline that writes."""
+
+    @property
+    def store(self) -> WindowStore: ...
+    @property
+    def fixed_ns(self) -> int | None: ...
+    @property
+    def open_window_ns(self) -> int | None: ...
+    @property
+    def closed_until_ns(self) -> int | None: ...
+    @property
+    def watermark_ns(self) -> int | None: ...
+    @property
+    def rows_read(self) -> int: ...
+    @property
+    def corrupt_files(self) -> int: ...
+    @property
+    def late_rows(self) -> int: ...
+
+    def poll(self) -> Sequence[Any]: ...
+
+
 class LiveLoader:
-    """Runs the online pipeline on a trace directory; each step, a snapshot.
+    """Steps the online pipeline its caller opens; each step, a snapshot.
 
     Parameters
     ----------
-    trace_dir, window_ns, lateness_ns
-        As for :class:`~sparktrail.engines.online.OnlinePipeline`.
+    open_pipeline
+        Opens the pipeline on the trace directory (called at the first
+        step, so that a directory that does not exist yet is waited for):
+        the caller's, as the dashboard only reads (``sparktrail serve``
+        passes :class:`~sparktrail.engines.online.OnlinePipeline`).
+    trace_dir, lateness_ns
+        The pipeline's trace directory and lateness, for the status line.
     cached_windows
         How many windows' frames to keep in memory (the newest and the
         recently picked); the others are read from the store when picked.
@@ -374,15 +404,15 @@ class LiveLoader:
 
     def __init__(
         self,
+        open_pipeline: Callable[[], LivePipeline],
         trace_dir: str | Path,
-        window_ns: int | str,
         lateness_ns: int,
         cached_windows: int = CACHED_WINDOWS,
     ) -> None:
+        self._open_pipeline = open_pipeline
         self.trace_dir = Path(trace_dir)
-        self.window_ns = window_ns
         self.lateness_ns = lateness_ns
-        self._pipeline: OnlinePipeline | None = None
+        self._pipeline: LivePipeline | None = None
         self._windows: tuple[WindowView, ...] = ()
         self._activity = pl.DataFrame()
         self._version = 0
@@ -402,8 +432,8 @@ class LiveLoader:
         frames = functools.partial(self._frames.get, start_ns)
         return WindowView(start_ns, end_ns, closed_label(start_ns, end_ns), frames)
 
-    def _start(self) -> OnlinePipeline:
-        pipeline = OnlinePipeline(self.trace_dir, self.window_ns, self.lateness_ns)
+    def _start(self) -> LivePipeline:
+        pipeline = self._open_pipeline()
         starts = pipeline.store.window_starts()
         w = pipeline.fixed_ns
         self._windows = tuple(
@@ -467,7 +497,7 @@ class LiveLoader:
         )
         return self._last
 
-    def _lag(self, pipeline: OnlinePipeline) -> int | None:
+    def _lag(self, pipeline: LivePipeline) -> int | None:
         """:func:`lag_ns` now, or ``None`` while the trace is idle."""
         now = time.monotonic()
         if pipeline.rows_read != self._rows_read:
@@ -480,7 +510,7 @@ class LiveLoader:
         wall = time.time_ns()
         return lag_ns(wall, pipeline.closed_until_ns, self.lateness_ns, length)
 
-    def _status(self, pipeline: OnlinePipeline, lag: int | None) -> str:
+    def _status(self, pipeline: LivePipeline, lag: int | None) -> str:
         if not self.trace_dir.is_dir():
             return f"{self.trace_dir} does not exist yet: waiting for a trace…"
         watermark = pipeline.watermark_ns

@@ -150,3 +150,20 @@ def test_no_stage_imports_another_stages_private_names():
         for path in _modules(stage)
     }
     assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_the_dashboard_starts_no_pipeline():
+    # GIVEN every dashboard module  THEN none imports the engines that write
+    # a store (the CLI opens the pipeline; the dashboard only reads)
+    writers = {"sparktrail.engines.online", "sparktrail.engines.spark_live"}
+    wrong = {}
+    for path in _modules("dashboard"):
+        tree = ast.parse(path.read_text(), str(path))
+        found = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in writers
+        }
+        if found:
+            wrong[str(path.relative_to(ROOT))] = sorted(found)
+    assert wrong == {}

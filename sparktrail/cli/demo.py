@@ -122,14 +122,16 @@ def _stop_on_interrupt(stop: threading.Event) -> Any:
 def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
     from sparktrail.dashboard.app import create_app, serve
-    from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread
+    from sparktrail.dashboard.snapshots import UpdateThread
     from sparktrail.workloads import (
         moving_hotspot,
         streaming_join,
         warm_python_workers,
     )
 
-    loader = LiveLoader(out, args.window, args.lateness)
+    from .serve import live_loader
+
+    loader = live_loader(out, args.window, args.lateness)
     updates = UpdateThread(loader.step, source=str(out))
     updates.start()
     app = create_app(updates)

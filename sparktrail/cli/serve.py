@@ -3,13 +3,15 @@
 ``sparktrail serve TRACE_DIR`` runs the online pipeline on TRACE_DIR (as
 ``sparktrail live`` does) in a background thread and shows each window as
 it closes; ``sparktrail serve --report OUT_DIR`` shows the summaries that
-``sparktrail profile`` wrote. The server binds 127.0.0.1 unless ``--host``
-says otherwise.
+``sparktrail profile`` wrote; ``sparktrail serve --compare BEFORE AFTER``
+shows ``sparktrail compare``'s page of two runs. The server binds
+127.0.0.1 unless ``--host`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ from sparktrail.dashboard.snapshots import (
     UpdateThread,
     load_report,
 )
+from sparktrail.engines.online import OnlinePipeline
 from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_server, add_window
 
-__all__ = ["register", "run"]
+__all__ = ["live_loader", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -46,22 +49,47 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--report", type=Path, metavar="OUT_DIR", help="a `sparktrail profile` output"
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="show `sparktrail compare BEFORE AFTER` (event logs, traces or "
+        "profile folders)",
+    )
     add_window(parser, batches=True)
     add_lateness(parser)
     add_server(parser)
     parser.set_defaults(run=run)
 
 
+def live_loader(
+    trace_dir: str | Path, window_ns: int | str, lateness_ns: int, **options: Any
+) -> LiveLoader:
+    """The dashboard's loader of the online pipeline this command runs on
+    ``trace_dir`` (the dashboard only reads; the pipeline is opened here).
+
+    ``options`` go to :class:`~sparktrail.dashboard.snapshots.LiveLoader`.
+    """
+    pipeline = functools.partial(OnlinePipeline, trace_dir, window_ns, lateness_ns)
+    return LiveLoader(pipeline, trace_dir, lateness_ns, **options)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit code."""
-    if (args.trace_dir is None) == (args.report is None):
-        raise InputError("give either TRACE_DIR or --report OUT_DIR")
+    given = [x for x in (args.trace_dir, args.report, args.compare) if x is not None]
+    if len(given) != 1:
+        raise InputError(
+            "give either TRACE_DIR, --report OUT_DIR or --compare BEFORE AFTER"
+        )
+    if args.compare is not None:
+        return _serve_comparison(args)
     thread: UpdateThread | None = None
     source: SnapshotSource
     if args.report is not None:
         source = StaticSource(load_report(args.report))
     else:
-        loader = LiveLoader(args.trace_dir, args.window, args.lateness)
+        loader = live_loader(args.trace_dir, args.window, args.lateness)
         # Here, not in the thread: a store another process writes is refused
         # in one line before anything is served.
         loader.start()
@@ -78,4 +106,21 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if thread is not None:
             thread.stop()
+    return 0
+
+
+def _serve_comparison(args: argparse.Namespace) -> int:
+    """Serve the comparison of ``args.compare``'s two runs until interrupted."""
+    from sparktrail.dashboard.app import create_compare_app
+    from sparktrail.engines.comparison import compare
+
+    from .compare import load_profile
+
+    before, after = (load_profile(path, args.window) for path in args.compare)
+    app = create_compare_app(compare(before, after))
+    print(
+        f"sparktrail comparison on http://{args.host}:{args.port}/ (Ctrl-C stops)",
+        file=sys.stderr,
+    )
+    serve(app, args.host, args.port, verbose=args.verbose)
     return 0

@@ -16,8 +16,9 @@ from typing import Any
 import polars as pl
 import pytest
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import GRAPHS, create_app
-from sparktrail.dashboard.snapshots import LiveLoader, UpdateThread, closed_label
+from sparktrail.dashboard.snapshots import UpdateThread, closed_label
 from sparktrail.pag import write_trace
 from tests.dashboard.browser_support import (
     GRAPH_DATA,
@@ -57,7 +58,7 @@ def live(
     """The app on the first half of the trace: (url, update thread, trace dir)."""
     trace_dir = tmp_path / "trace"
     write_trace(halves[0], trace_dir / "part-000.arrow")
-    thread = UpdateThread(LiveLoader(trace_dir, S, 2 * S).step, interval=0.2)
+    thread = UpdateThread(live_loader(trace_dir, S, 2 * S).step, interval=0.2)
     thread.start()
     assert thread.wait_for(lambda s: len(s.windows) > 0, WAIT)
     with served(create_app(thread)) as port:
@@ -166,7 +167,7 @@ def test_a_missing_trace_directory_is_reported_on_the_page(
 
     # GIVEN the dashboard on a directory that does not exist yet
     missing = tmp_path / "nothing-here"
-    thread = UpdateThread(LiveLoader(missing, S, 2 * S).step, interval=0.2)
+    thread = UpdateThread(live_loader(missing, S, 2 * S).step, interval=0.2)
     thread.start()
     thread.wait_for(lambda s: s.version > 0, WAIT)
     try:

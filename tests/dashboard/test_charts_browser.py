@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 
 from sparktrail.cli import main
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import figures
 from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.snapshots import (
-    LiveLoader,
     StaticSource,
     UpdateThread,
     load_report,
@@ -48,7 +48,7 @@ def live(tmp_path: Path) -> Iterator[tuple[str, UpdateThread]]:
         trace = import_eventlog(EVENTLOG, progress=False)
     trace_dir = tmp_path / "trace"
     write_trace(trace, trace_dir / "part-000.arrow")
-    thread = UpdateThread(LiveLoader(trace_dir, S, 0).step, interval=0.2)
+    thread = UpdateThread(live_loader(trace_dir, S, 0).step, interval=0.2)
     thread.start()
     assert thread.wait_for(lambda s: len(s.windows) > 5, WAIT)
     with served(create_app(thread)) as port:

@@ -14,9 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import snapshots
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import LiveLoader, StaticSource, lag_ns, lag_text
+from sparktrail.dashboard.snapshots import StaticSource, lag_ns, lag_text
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 
@@ -55,7 +56,7 @@ def test_the_live_status_says_how_far_behind_the_page_is(tmp_path: Path) -> None
     # GIVEN a live trace whose last event was 5 s ago (its last windows were
     # due seconds ago: the page starts behind)
     _live_trace(tmp_path, 5_000_000_000)
-    loader = LiveLoader(tmp_path, WINDOW_NS, LATENESS_NS)
+    loader = live_loader(tmp_path, WINDOW_NS, LATENESS_NS)
     # WHEN the loader steps
     before = time.time_ns()
     snapshot = loader.step()
@@ -91,7 +92,7 @@ def test_an_idle_trace_is_not_behind(
     # GIVEN a loader that read a trace, and no rows since (idle at once)
     _live_trace(tmp_path, 5_000_000_000)
     monkeypatch.setattr(snapshots, "IDLE_AFTER_S", 0.0)
-    loader = LiveLoader(tmp_path, WINDOW_NS, LATENESS_NS)
+    loader = live_loader(tmp_path, WINDOW_NS, LATENESS_NS)
     loader.step()
     time.sleep(0.01)
     # WHEN it steps again

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import (
     GRAPHS,
     MAX_BARS,
@@ -27,7 +28,6 @@ from sparktrail.dashboard.app import (
 )
 from sparktrail.dashboard.snapshots import (
     LATEST,
-    LiveLoader,
     Snapshot,
     StaticSource,
 )
@@ -209,7 +209,7 @@ def test_the_loader_reads_frames_only_when_a_window_is_shown(
 ) -> None:
     read = store_reads
     # GIVEN a store of closed windows WHEN the loader starts on it
-    snapshot = LiveLoader(stored, WINDOW_NS, 2 * WINDOW_NS, cached_windows=2).step()
+    snapshot = live_loader(stored, WINDOW_NS, 2 * WINDOW_NS, cached_windows=2).step()
     windows = snapshot.windows
     assert len(windows) > 3
     # THEN it reads no window's frames, only their over-time rows
@@ -241,14 +241,14 @@ def test_steps_append_the_rows_a_restart_reads(tmp_path: Path) -> None:
     trace_dir = tmp_path / "trace"
     write_trace(trace.filter(pl.col("end_ns") <= cut), trace_dir / "part-000.arrow")
     # GIVEN a loader that closed the first windows
-    loader = LiveLoader(trace_dir, WINDOW_NS, 2 * WINDOW_NS)
+    loader = live_loader(trace_dir, WINDOW_NS, 2 * WINDOW_NS)
     first = loader.step()
     # WHEN the rest of the trace lands and the loader steps
     write_trace(trace.filter(pl.col("end_ns") > cut), trace_dir / "part-001.arrow")
     later = loader.step()
     assert len(later.windows) > len(first.windows) > 0
     # THEN its over-time rows are those a loader started now reads
-    again = LiveLoader(trace_dir, WINDOW_NS, 2 * WINDOW_NS).step()
+    again = live_loader(trace_dir, WINDOW_NS, 2 * WINDOW_NS).step()
     assert [w.key for w in again.windows] == [w.key for w in later.windows]
     assert later.activity_by_window.equals(again.activity_by_window)
     # AND the newest windows' frames are in memory: they are the same objects

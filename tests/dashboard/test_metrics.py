@@ -25,10 +25,10 @@ import polars as pl
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.metrics import NO_OPERATOR, OTHER, TOP
 from sparktrail.dashboard.snapshots import (
-    LiveLoader,
     Snapshot,
     StaticSource,
     WindowView,
@@ -229,7 +229,7 @@ def test_a_live_trace_directory_is_scraped_by_window_and_run(
     real_trace: Path,
 ) -> None:
     # GIVEN serve TRACE_DIR on a real log's trace, its windows closed
-    loader = LiveLoader(real_trace, 1_000_000_000, 0)
+    loader = live_loader(real_trace, 1_000_000_000, 0)
     snapshot = loader.step()
     assert len(snapshot.windows) > 3
     with served(create_app(StaticSource(snapshot))) as port:
@@ -271,7 +271,7 @@ def test_labels_stay_bounded_and_run_counters_only_grow(tmp_path: Path) -> None:
     # GIVEN a live trace of 24 workers, its windows closing a few at a time
     trace = barrier_trace(3000, workers=24, seed=5)
     write_trace(trace, tmp_path / "part-000.arrow")
-    loader = LiveLoader(tmp_path, 500_000, 0)
+    loader = live_loader(tmp_path, 500_000, 0)
     snapshot = loader.step()
     views = snapshot.windows
     assert len(views) >= 6
@@ -320,7 +320,7 @@ def test_before_any_window_closes_a_scrape_holds_the_pipeline_only(
     tmp_path: Path,
 ) -> None:
     # GIVEN serve on a trace directory with no trace yet
-    snapshot = LiveLoader(tmp_path, 1_000_000_000, 0).step()
+    snapshot = live_loader(tmp_path, 1_000_000_000, 0).step()
     assert not snapshot.windows
     with served(create_app(StaticSource(snapshot))) as port:
         # WHEN scraped
@@ -406,7 +406,7 @@ def test_live_answers_scrapes_with_its_pipeline(
         process.wait(30)
     # THEN its /metrics counts the windows it closed and the rows it read,
     # and shares by window and run, each summing to 1
-    snapshot = LiveLoader(again, 1_000_000_000, 0).step()
+    snapshot = live_loader(again, 1_000_000_000, 0).step()
     assert samples(families["sparktrail_windows_closed"])[""] == len(snapshot.windows)
     assert samples(families["sparktrail_rows_read"])[""] == snapshot.rows_read
     share = families["sparktrail_critical_share"]

@@ -23,9 +23,10 @@ import polars as pl
 import pytest
 
 from sparktrail.cli import build_parser
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import app as app_module
 from sparktrail.dashboard.app import GRAPHS, create_app, serve, well_formed
-from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread
+from sparktrail.dashboard.snapshots import LATEST, UpdateThread
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 from tests.dashboard.serving import served
@@ -111,7 +112,7 @@ class Server:
 @pytest.fixture
 def server(trace_dir: Path) -> Iterator[Server]:
     # Frames of two windows in memory: picking others reads the store.
-    loader = LiveLoader(trace_dir, WINDOW_NS, 2 * WINDOW_NS, cached_windows=2)
+    loader = live_loader(trace_dir, WINDOW_NS, 2 * WINDOW_NS, cached_windows=2)
     thread = UpdateThread(loader.step)
     thread.start()
     assert thread.wait_for(lambda s: len(s.windows) > 2, 30)

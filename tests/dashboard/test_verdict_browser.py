@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from sparktrail.cli import main
+from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.snapshots import (
-    LiveLoader,
     StaticSource,
     UpdateThread,
     load_report,
@@ -74,7 +74,7 @@ def test_the_live_page_shows_the_run_so_far_and_the_windows_verdict(
         trace = import_trace(EVENTLOG, progress=False)
     trace_dir = tmp_path / "trace"
     write_trace(trace.frame, trace_dir / "part-000.arrow", trace.context)
-    thread = UpdateThread(LiveLoader(trace_dir, S, 2 * S).step, interval=0.2)
+    thread = UpdateThread(live_loader(trace_dir, S, 2 * S).step, interval=0.2)
     thread.start()
     try:
         assert thread.wait_for(lambda s: len(s.windows) > 0, WAIT)

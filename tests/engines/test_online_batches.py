@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sparktrail.dashboard.snapshots import LiveLoader
+from sparktrail.cli.serve import live_loader
 from sparktrail.engines.batch import (
     MICRO_BATCHES,
     micro_batch_bounds,
@@ -213,7 +213,7 @@ def test_the_live_loader_labels_batch_windows_with_their_own_ends(
     pipeline, closed = run_live(tmp_path, trace, batches)
     del pipeline
     # WHEN a dashboard loader opens it
-    loader = LiveLoader(tmp_path, MICRO_BATCHES, LATENESS)
+    loader = live_loader(tmp_path, MICRO_BATCHES, LATENESS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
         snapshot = loader.step()
