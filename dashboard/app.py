@@ -47,12 +47,14 @@ import polars as pl
 from dash import dash_table, dcc, html
 from dash.exceptions import DependencyException, PreventUpdate
 
+from sparktrail.engines.comparison import Comparison
 from sparktrail.errors import InputError
 from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
+from .compare_report import PAGE_STYLE, compare_layout
 from .metrics import METRICS_PATH, add_metrics_route
 from .snapshots import (
     LATEST,
@@ -799,6 +801,39 @@ def _guard(app: dash.Dash) -> None:
     server.view_functions[endpoint] = checked_dispatch
 
 
+def _dash_app(title: str) -> dash.Dash:
+    """A Dash app on its own Flask server: no assets, no static folder."""
+    server = flask.Flask(__name__, static_folder=None)
+    return dash.Dash(
+        __name__,
+        server=server,  # type: ignore[arg-type]
+        title=title,
+        assets_folder=str(_NO_ASSETS),
+        include_assets_files=False,
+        serve_locally=True,
+        compress=False,
+        suppress_callback_exceptions=False,
+        update_title=None,  # type: ignore[arg-type]
+        **_OFF,
+    )
+
+
+def create_compare_app(comparison: Comparison) -> dash.Dash:
+    """A Dash app that shows one comparison (``sparktrail serve --compare``):
+    the verdict, the waterfall, the settings diff and the checked savings
+    (:func:`~sparktrail.dashboard.compare_report.compare_layout`), in the
+    report's style; no callback, the same routes and guard as
+    :func:`create_app`. Run it with :func:`serve`."""
+    title = f"{comparison.before_name} → {comparison.after_name}"
+    app = _dash_app(f"sparktrail compare: {title}")
+    app.index_string = app.index_string.replace(
+        "{%css%}", "{%css%}<style>" + PAGE_STYLE + "</style>"
+    )
+    app.layout = compare_layout(comparison)
+    _guard(app)
+    return app
+
+
 def create_app(source: SnapshotSource) -> dash.Dash:
     """A Dash app that shows ``source``'s latest snapshot.
 
@@ -814,19 +849,8 @@ def create_app(source: SnapshotSource) -> dash.Dash:
         Run it with :func:`serve`; the layout is built per page load from
         the snapshot of that moment.
     """
-    server = flask.Flask(__name__, static_folder=None)
-    app = dash.Dash(
-        __name__,
-        server=server,  # type: ignore[arg-type]
-        title="sparktrail",
-        assets_folder=str(_NO_ASSETS),
-        include_assets_files=False,
-        serve_locally=True,
-        compress=False,
-        suppress_callback_exceptions=False,
-        update_title=None,  # type: ignore[arg-type]
-        **_OFF,
-    )
+    app = _dash_app("sparktrail")
+    server = app.server
     app.layout = lambda: _layout(source.latest())
     add_metrics_route(server, source, app.config.routes_pathname_prefix + METRICS_PATH)
     _guard(app)

@@ -34,6 +34,8 @@ from .report import _STYLE
 
 __all__ = [
     "LABEL_CHARS",
+    "PAGE_STYLE",
+    "compare_layout",
     "comparison_verdict",
     "duration_text",
     "series_chart",
@@ -44,6 +46,9 @@ __all__ = [
     "write_series_report",
 ]
 
+#: The report's style (the same as the profile report's), also the served
+#: comparison page's (``sparktrail serve --compare``).
+PAGE_STYLE = _STYLE
 #: An operator label longer than this is cut (the whole label on hover).
 LABEL_CHARS = 48
 #: Operators drawn in the waterfall; the rest are one bar.
@@ -237,21 +242,23 @@ def _setting(value: str | None) -> str:
     return "(unset)" if value is None else value or '""'
 
 
-def settings_html(c: Comparison) -> str:
-    """The settings diff as an HTML table (or a sentence when none differs)."""
-    if c.settings.is_empty():
-        return "<p class='note'>No Spark setting, executor or core count differs.</p>"
+#: A table of the page: its heading cells, its rows, and the note shown
+#: instead when it has no row.
+Table = tuple[list[str], list[list[str]], str]
+
+
+def settings_table(c: Comparison) -> Table:
+    """The settings diff: setting, BEFORE, AFTER."""
     rows = [
         [str(r["key"]), _setting(r["before"]), _setting(r["after"])]
         for r in c.settings.iter_rows(named=True)
     ]
-    return _table(rows, ["setting", "BEFORE", "AFTER"])
+    note = "No Spark setting, executor or core count differs."
+    return ["setting", "BEFORE", "AFTER"], rows, note
 
 
-def hints_html(c: Comparison) -> str:
-    """BEFORE's shown hints, checked in AFTER, as an HTML table."""
-    if c.hints.is_empty():
-        return "<p class='note'>The first run had no hint worth showing.</p>"
+def hints_table(c: Comparison) -> Table:
+    """BEFORE's shown hints, checked in AFTER."""
     rows = [
         [
             str(r["kind"]),
@@ -265,10 +272,10 @@ def hints_html(c: Comparison) -> str:
         for r in c.hints.iter_rows(named=True)
     ]
     head = ["hint", "operator", "applied", "predicted", "measured", "verdict", "action"]
-    return _table(rows, head)
+    return head, rows, "The first run had no hint worth showing."
 
 
-def operators_html(c: Comparison, top: int = 20) -> str:
+def operators_table(c: Comparison, top: int = 20) -> Table:
     """The operators with the largest change, input volume beside them."""
     rows = [
         [
@@ -282,16 +289,11 @@ def operators_html(c: Comparison, top: int = 20) -> str:
         for r in c.operators.head(top).iter_rows(named=True)
     ]
     head = ["operator", "BEFORE", "AFTER", "change", "records", "bytes"]
-    return _table(rows, head)
+    return head, rows, "No operator ran."
 
 
-def regressions_html(c: Comparison) -> str:
+def regressions_table(c: Comparison) -> Table:
     """Operators that grew (and why) and hints new in AFTER."""
-    if c.regressions.is_empty():
-        return (
-            "<p class='note'>No operator grew by more than max(10%, 1 s); "
-            "no new hint.</p>"
-        )
     rows = [
         [
             str(r["kind"]),
@@ -301,7 +303,116 @@ def regressions_html(c: Comparison) -> str:
         ]
         for r in c.regressions.iter_rows(named=True)
     ]
-    return _table(rows, ["what", "operator", "cause", "detail"])
+    note = "No operator grew by more than max(10%, 1 s); no new hint."
+    return ["what", "operator", "cause", "detail"], rows, note
+
+
+def _html_of(table: Table) -> str:
+    head, rows, note = table
+    if not rows:
+        return f"<p class='note'>{html.escape(note)}</p>"
+    return _table(rows, head)
+
+
+def settings_html(c: Comparison) -> str:
+    """The settings diff as an HTML table (or a sentence when none differs)."""
+    return _html_of(settings_table(c))
+
+
+def hints_html(c: Comparison) -> str:
+    """BEFORE's shown hints, checked in AFTER, as an HTML table."""
+    return _html_of(hints_table(c))
+
+
+def operators_html(c: Comparison, top: int = 20) -> str:
+    """The operators with the largest change, input volume beside them."""
+    return _html_of(operators_table(c, top))
+
+
+def regressions_html(c: Comparison) -> str:
+    """Operators that grew (and why) and hints new in AFTER."""
+    return _html_of(regressions_table(c))
+
+
+def compare_layout(c: Comparison) -> Any:
+    """The comparison as a Dash layout (``sparktrail serve --compare``): the
+    verdict, the waterfall, the settings diff, the checked savings, then the
+    operators and the regressions; the element ids are the report's."""
+    from dash import dcc
+    from dash import html as dhtml
+
+    def table(built: Table) -> Any:
+        head, rows, note = built
+        if not rows:
+            return dhtml.P(note, className="note")
+        return dhtml.Table(
+            [
+                dhtml.Thead(dhtml.Tr([dhtml.Th(h) for h in head])),
+                dhtml.Tbody([dhtml.Tr([dhtml.Td(v) for v in row]) for row in rows]),
+            ],
+            className="hints",
+        )
+
+    title = f"{c.before_name} → {c.after_name}"
+    caption = (
+        "Each bar is an operator's change of critical seconds (time the "
+        "critical path spent in it); the changes and the unattributed rest add "
+        "up to the change of wall time."
+    )
+    return dhtml.Div(
+        [
+            dhtml.Header(
+                [
+                    dhtml.H1(f"sparktrail compare: {title}"),
+                    dhtml.P(comparison_verdict(c), id="verdict", className="verdict"),
+                    *[
+                        dhtml.P(f"Warning: {w}", className="note warning")
+                        for w in c.warnings
+                    ],
+                ]
+            ),
+            dhtml.Section(
+                [
+                    dhtml.H2("Where the wall time went"),
+                    dcc.Graph(
+                        id="waterfall-figure",
+                        figure=waterfall(c),
+                        style={"height": "520px"},
+                        config={"displaylogo": False},
+                    ),
+                    dhtml.P(caption, className="caption"),
+                ],
+                id="waterfall",
+            ),
+            dhtml.Section(
+                [dhtml.H2("Settings that differ"), table(settings_table(c))],
+                id="settings",
+            ),
+            dhtml.Section(
+                [
+                    dhtml.H2("Checked savings: the first run's hints"),
+                    table(hints_table(c)),
+                ],
+                id="hints",
+            ),
+            dhtml.Section(
+                [
+                    dhtml.H2("Operators and their input"),
+                    table(operators_table(c)),
+                    dhtml.P(
+                        "Operators are matched by label (call site and plan "
+                        f"node); {c.matched_operators} ran in both runs.",
+                        className="caption",
+                    ),
+                ],
+                id="operators",
+            ),
+            dhtml.Section(
+                [dhtml.H2("Regressions"), table(regressions_table(c))],
+                id="regressions",
+            ),
+        ]
+    )
 
 
 def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path:

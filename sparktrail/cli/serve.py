@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     given = [x for x in (args.trace_dir, args.report, args.compare) if x is not None]
     if len(given) != 1:
         raise InputError(
-            "give either TRACE_DIR, --report OUT_DIR or --compare BEFORE AFTER"
+            "give either TRACE_DIR or --report OUT_DIR or --compare BEFORE AFTER"
         )
     if args.compare is not None:
         return _serve_comparison(args)

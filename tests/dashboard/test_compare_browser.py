@@ -69,7 +69,10 @@ def compare_server(tmp_path: Path) -> Iterator[str]:
                     break
             except OSError:
                 if child.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(child.stderr.read() if child.stderr else "")
+                    said = child.stderr.read() if child.stderr else ""
+                    raise AssertionError(
+                        f"serve --compare did not start: {said}"
+                    ) from None
                 time.sleep(0.2)
         yield url
     finally:
@@ -113,4 +116,7 @@ def test_serve_compare_leads_with_the_verdict(compare_server: str, browser: Any)
         assert err.code == 404
     else:
         raise AssertionError("an unknown path was served")
+    # the whole page in the screenshot, not only the first screen
+    height = browser.execute_script("return document.body.scrollHeight")
+    browser.set_window_size(1400, int(height) + 120)
     browser.save_screenshot(str(SCREENSHOT))
