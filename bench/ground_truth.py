@@ -28,6 +28,14 @@ workload whose bottleneck is something else.
 
 ``--only NAME`` runs some workloads, ``--no-profile`` skips the profile,
 ``--copy-logs DIR`` copies the base logs to ``DIR/<workload>``.
+
+``--via-compare`` also runs ``sparktrail compare BASE FIXED --json`` on each
+pair (their profile folders, else their logs): for each hint of the base
+run, whether compare sees it applied in the fixed run, its predicted saving
+and the saving compare measures (the operator's critical seconds base −
+fixed, of the first round's logs), beside the measured wall-time saving
+(medians over the rounds); ``summary.json`` holds them under
+``via_compare``. A benchmark: no test runs it.
 """
 
 from __future__ import annotations
@@ -871,6 +879,51 @@ def judge(w: Workload, out: Path) -> dict[str, Any]:
     return entry
 
 
+def via_compare(w: Workload, out: Path) -> list[dict[str, Any]] | None:
+    """``sparktrail compare BASE FIXED --json``'s checked hints of ``w``'s
+    pair (profile folders if profiled, else the logs); ``None`` without both."""
+    pair = []
+    for variant in ("base", "fixed"):
+        folder = out / "profiles" / f"{w.name}-{variant}"
+        log = out / f"{w.name}-{variant}"
+        pair.append(folder if folder.is_dir() else log)
+    if not all(p.exists() for p in pair):
+        return None
+    cmd = [sys.executable, "-m", "sparktrail", "compare", *map(str, pair), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+    found = json.loads(done.stdout)
+    return [{**hint, "wall_delta_s": found["wall_delta_s"]} for hint in found["hints"]]
+
+
+def _s(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} s"
+
+
+def compare_table(results: dict[str, Any]) -> str:
+    """``--via-compare``: each base hint as compare checks it, as Markdown."""
+    rows = [
+        "| workload | hint | applied | predicted | measured by compare "
+        "| first-round wall saving | measured wall saving (medians) | verdict |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for name, e in results["workloads"].items():
+        hints = e.get("via_compare")
+        if hints is None:
+            continue
+        if not hints:
+            rows.append(f"| {name} | (no shown hint) | | | | | | |")
+        for h in hints:
+            rows.append(
+                f"| {name} | {h['kind']} | {'yes' if h['applied'] else 'no'} "
+                f"| {_s(h['predicted_saving_s'])} | {_s(h['measured_saving_s'])} "
+                f"| {_s(-h['wall_delta_s'])} "
+                f"| {fmt_s(e['measured_saving_ns'])} | {h['verdict']} |"
+            )
+    return "\n".join(rows)
+
+
 def table(results: dict[str, Any]) -> str:
     """The results as a Markdown table."""
     rows = [
@@ -934,6 +987,11 @@ def main(argv: list[str] | None = None) -> int:
         "OUT/walls.json)",
     )
     parser.add_argument("--copy-logs", type=Path, help="copy base logs here")
+    parser.add_argument(
+        "--via-compare",
+        action="store_true",
+        help="also check each base hint with `sparktrail compare BASE FIXED`",
+    )
     args = parser.parse_args(argv)
     names = args.only or list(WORKLOADS)
     started = time.monotonic()
@@ -949,12 +1007,18 @@ def main(argv: list[str] | None = None) -> int:
     results = results_of(args.out, walls, not args.no_profile)
     results["rounds"] = args.rounds
     results["cluster_rounds"] = args.cluster_rounds or args.rounds
+    if args.via_compare:
+        for name, e in results["workloads"].items():
+            e["via_compare"] = via_compare(WORKLOADS[name], args.out)
     results["seconds"] = round(time.monotonic() - started, 1)
     (args.out / "summary.json").write_text(json.dumps(results, indent=2, default=str))
     print(table(results))
     for name, e in results["workloads"].items():
         if "base" in e:
             print(f"\n{name}: " + ("; ".join(e["base"]["hints"]) or "no hints"))
+    if args.via_compare:
+        print("\nEach base hint, checked by `sparktrail compare BASE FIXED`:")
+        print(compare_table(results))
     print(f"\n{results['seconds']:.0f} s in all; summary in {args.out}/summary.json")
     return 0
 
