@@ -51,6 +51,7 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 
 from ._common import Context, Hint, severity
+from .platform import aqe_enabled
 
 __all__ = ["gc_bound", "spill"]
 
@@ -193,6 +194,22 @@ def _where(ctx: Context, stage_id: int) -> str:
 
 def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
     more = tasks * PARTITION_FACTOR
+    app = ctx.app
+    if (
+        aqe_enabled(app)
+        and app.flag("spark.sql.adaptive.coalescePartitions.enabled") is not False
+    ):
+        # AQE sets a shuffle's task count from its size, whatever
+        # spark.sql.shuffle.partitions says.
+        row = ctx.stage_row(stage_id) or {}
+        size = (row.get("bytes") or 0) // more
+        target = f"{max(1, size >> 20)}m" if size else "half its value"
+        return (
+            f"split {_where(ctx, stage_id)} into more, smaller tasks ({more} "
+            f"instead of {tasks}): if it reads a shuffle, AQE coalesced it into "
+            f"{tasks} tasks, so lower spark.sql.adaptive.advisoryPartitionSizeInBytes "
+            f"(64MB by default) to {target}; else repartition({more}) before it"
+        )
     return (
         f"split {_where(ctx, stage_id)} into more, smaller tasks "
         f"({more} instead of {tasks}: spark.sql.shuffle.partitions={more} if it "

@@ -182,3 +182,21 @@ def test_memory_settings_come_from_the_trace_context():
         "1g",
         "2g",
     )
+
+
+def test_with_aqe_on_the_spill_fix_is_its_advisory_size_not_shuffle_partitions():
+    # GIVEN the spilling stage in a Spark 3.5 application (AQE on by default:
+    # it sets a shuffle's task count from its size)
+    from sparktrail.pag.trace import Trace as Run
+    from sparktrail.pag.trace import load_trace
+
+    trace = with_spills(two_tasks(), {0: (8 * MB, 2 * MB)})
+    app = AppContext(spark_version="3.5.1", master="yarn")
+    run = Run(load_trace(trace).frame, app)
+    # WHEN hints are computed
+    frame = summarize(run, 100 * MS, options=HintOptions(min_saving_s=0.0)).hints
+    [row] = frame.filter(pl.col("kind") == "spill").to_dicts()
+    # THEN more partitions come from AQE's advisory size, not the setting
+    # AQE overrides
+    assert "spark.sql.adaptive.advisoryPartitionSizeInBytes" in row["action"]
+    assert "spark.sql.shuffle.partitions" not in row["action"]
