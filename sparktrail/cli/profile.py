@@ -1,8 +1,9 @@
 """``sparktrail profile INPUT -o OUT_DIR``: a batch report of one run.
 
-INPUT is a trace (an ``*.arrow`` file, or a directory holding them) or one
-Spark event log (a file, or a log directory: rolling ``eventlog_v2_*``,
-Spark 1.x, Databricks); a directory holding several event logs is refused
+INPUT is a trace (an ``*.arrow`` file, or a directory holding them, or
+only the listener's raw log under ``raw/``) or one Spark event log (a
+file, or a log directory: rolling ``eventlog_v2_*``, Spark 1.x,
+Databricks); a directory holding several event logs is refused
 with their names, so the user picks one. The
 command writes ``OUT_DIR/report.html`` and ``OUT_DIR/summaries/*.parquet``
 and prints a short summary; with ``--json`` it prints the hints as a JSON
@@ -134,6 +135,12 @@ def load_input(path: Path | str) -> tuple[Trace, str]:
             raise InputError(f"{path}: empty directory; {EXPECTED}")
         if trace_files(path):
             return load_trace(path), "trace"
+        raw = path / "raw"
+        if raw.is_dir():
+            # a trace directory holding only the listener's raw log (a driver
+            # without sparktrail's Python: `sparktrail listener-jar`)
+            logs = sorted(raw.glob("eventlog_v2_*"))
+            return _import(logs[0] if len(logs) == 1 else raw), "event log"
         return _import(path), "event log"
     if path.stat().st_size == 0:
         raise InputError(f"{path}: empty file; {EXPECTED}")
