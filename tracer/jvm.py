@@ -6,15 +6,27 @@ installed pyspark, so it always matches the Spark it runs in and no jar is
 committed. The classes are cached per Spark version and source hash:
 ``$SPARKTRAIL_CACHE/listener/<spark>-<sha12>/`` (default cache root
 ``$XDG_CACHE_HOME/sparktrail`` or ``~/.cache/sparktrail``).
+
+:func:`build_listener_jar` packs the same classes into a jar for drivers
+without sparktrail's Python (``spark-submit``, ``spark-sql``, a Spark
+Connect server, a Scala or Java application): ``--jars`` it with
+``spark.extraListeners`` and ``spark.sparktrail.traceDir``. It needs nothing
+beyond Spark's own jars; its manifest records the Spark and Scala versions
+it was compiled against, and the listener logs one warning on a driver of
+another Spark version.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +34,10 @@ from sparktrail.errors import SparktrailError
 
 __all__ = [
     "CLASS_NAME",
+    "JAR_NAME",
     "JavaNotFoundError",
+    "ListenerJar",
+    "build_listener_jar",
     "cache_root",
     "find_javac",
     "listener_classes",
@@ -34,6 +49,14 @@ __all__ = [
 CLASS_NAME = "dev.sparktrail.SparktrailListener"
 SOURCE = Path(__file__).resolve().parent / "java" / "SparktrailListener.java"
 _CLASS_FILE = Path(*CLASS_NAME.split(".")).with_suffix(".class")
+#: File name :func:`build_listener_jar` writes by default.
+JAR_NAME = "sparktrail-listener.jar"
+#: Manifest attributes naming the versions the jar was built against (the
+#: Java listener reads them back: ``SPARK_VERSION_ATTRIBUTE``, ...).
+SPARK_VERSION_ATTRIBUTE = "Sparktrail-Spark-Version"
+SCALA_VERSION_ATTRIBUTE = "Sparktrail-Scala-Version"
+_SPARK_CORE = re.compile(r"^spark-core_(\d+\.\d+)-(.+)\.jar$")
+_SCALA_LIBRARY = re.compile(r"^scala-library-(\d.*)\.jar$")
 
 # One class loader per JVM gateway and classes dir: a new loader per attach
 # would define the class again each time.
@@ -175,6 +198,122 @@ def listener_classes(spark_version: str | None = None) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+@dataclass(frozen=True)
+class ListenerJar:
+    """A listener jar :func:`build_listener_jar` wrote.
+
+    Attributes
+    ----------
+    path
+        The jar (absolute).
+    spark_version, scala_version
+        The versions of the Spark jars it was compiled against.
+    """
+
+    path: Path
+    spark_version: str
+    scala_version: str
+
+    def flags(self, trace_dir: str = "DIR") -> list[str]:
+        """The ``spark-submit``/``spark-sql`` flags that install the listener.
+
+        >>> ListenerJar(Path("/x/l.jar"), "4.0.0", "2.13.16").flags("s3a://b/t")
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ['--jars', '/x/l.jar', '--conf',
+         'spark.extraListeners=dev.sparktrail.SparktrailListener',
+         '--conf', 'spark.sparktrail.traceDir=s3a://b/t']
+        """
+        return [
+            "--jars",
+            str(self.path),
+            "--conf",
+            f"spark.extraListeners={CLASS_NAME}",
+            "--conf",
+            f"spark.sparktrail.traceDir={trace_dir}",
+        ]
+
+
+def jar_versions(jars: Path) -> tuple[str, str]:
+    """The Spark and Scala versions of a Spark ``jars`` directory, from the
+    names of its ``spark-core_<scala>-<spark>.jar`` and ``scala-library-<v>.jar``.
+
+    Raises
+    ------
+    RuntimeError
+        If it holds no ``spark-core`` jar.
+    """
+    spark = scala = None
+    for child in sorted(jars.iterdir()):
+        if (core := _SPARK_CORE.match(child.name)) and spark is None:
+            scala, spark = core.group(1), core.group(2)
+    for child in sorted(jars.iterdir()):
+        if library := _SCALA_LIBRARY.match(child.name):
+            scala = library.group(1)  # the full version, e.g. 2.13.16
+    if spark is None or scala is None:
+        raise RuntimeError(f"{jars}: no spark-core_<scala>-<version>.jar in it")
+    return spark, scala
+
+
+def build_listener_jar(path: str | os.PathLike[str]) -> ListenerJar:
+    """Compile the listener against the installed Spark's jars into a jar.
+
+    The jar holds only the listener's classes and a manifest naming the
+    Spark and Scala versions they were compiled against; at run time it
+    needs nothing beyond Spark's own jars.
+
+    Parameters
+    ----------
+    path
+        The jar to write (replaced atomically), or an existing directory to
+        write :data:`JAR_NAME` into.
+
+    Returns
+    -------
+    ListenerJar
+        Where it is and what it was built for (``flags()``: how to install it).
+
+    Raises
+    ------
+    JavaNotFoundError
+        If it must compile and there is no ``javac``.
+    RuntimeError
+        If there are no Spark jars or ``javac`` fails.
+    """
+    try:
+        version = importlib.metadata.version("sparktrail")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    target = Path(path).expanduser().resolve()
+    if target.is_dir():
+        target = target / JAR_NAME
+    spark, scala = jar_versions(pyspark_jars())
+    classes = listener_classes(spark)
+    manifest = (
+        "Manifest-Version: 1.0\r\n"
+        f"Created-By: sparktrail {version}\r\n"
+        "Implementation-Title: sparktrail-listener\r\n"
+        f"Implementation-Version: {version}\r\n"
+        f"{SPARK_VERSION_ATTRIBUTE}: {spark}\r\n"
+        f"{SCALA_VERSION_ATTRIBUTE}: {scala}\r\n"
+        f"Sparktrail-Listener-Class: {CLASS_NAME}\r\n"
+        "\r\n"
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as jar:
+            # The manifest first, where java.util.jar.JarInputStream looks.
+            jar.writestr("META-INF/", "")
+            jar.writestr("META-INF/MANIFEST.MF", manifest)
+            for file in sorted(classes.rglob("*.class")):
+                jar.write(file, file.relative_to(classes).as_posix())
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return ListenerJar(target, spark, scala)
 
 
 def load_listener_class(spark: Any, classes: Path | None = None) -> Any:

@@ -38,6 +38,7 @@ SUBCOMMANDS = {
     "mcp": "mcp_server",
     "export": "export",
     "history": "history",
+    "listener-jar": "listener_jar",
 }
 
 

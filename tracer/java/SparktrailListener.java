@@ -3,18 +3,27 @@ package dev.sparktrail;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedWriter;
+import java.io.File;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
+import java.net.JarURLConnection;
+import java.net.URL;
+import java.net.URLConnection;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.jar.Attributes;
+import java.util.jar.JarFile;
+import java.util.jar.Manifest;
+import java.util.regex.Pattern;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkFirehoseListener;
@@ -38,13 +47,19 @@ import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.apache.spark.util.JsonProtocol;
 import org.apache.spark.util.JsonProtocolOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Writes the listener events sparktrail's model uses as a Spark-format rolling event log.
  *
  * <p>The log goes to {@code <traceDir>/raw/eventlog_v2_<appId>/events_<n>_<appId>} (plain JSON
  * lines, Spark's own {@link JsonProtocol}), one segment per flush, each written under a hidden
- * temporary name and renamed into place so a follower never sees half a segment. An empty
+ * temporary name and renamed into place so a follower never sees half a segment. The trace
+ * directory is a path on the driver (no scheme: the local filesystem, as Spark reads {@code
+ * spark.eventLog.dir}) or any Hadoop filesystem URI the driver can write ({@code file:}, {@code
+ * hdfs:}, {@code s3a:}, ...); the log is written through Hadoop's {@link FileSystem} API with the
+ * application's Hadoop configuration ({@code spark.hadoop.*}), as Spark writes its own. An empty
  * {@code appstatus_<appId>.inprogress} marker exists while the listener runs and is renamed to
  * {@code appstatus_<appId>} when it has written everything (the listener bus stopped after the
  * application end, or {@link #close()}).
@@ -62,9 +77,17 @@ import org.apache.spark.util.JsonProtocolOptions;
  * mutated later) and appends the line to a buffer; a daemon thread writes the buffer every
  * {@code flushMillis} or every {@code maxEvents} events, whichever comes first.
  *
+ * <p>When the JVM shuts down (spark-sql, spark-submit and a Spark Connect server stop their
+ * SparkContext in a shutdown hook), a hook that runs after the SparkContext's writes the rest and
+ * marks the log complete before Hadoop closes its filesystems.
+ *
  * <p>Two ways in: {@code spark.extraListeners=dev.sparktrail.SparktrailListener} with {@code
  * spark.sparktrail.traceDir} (the {@link #SparktrailListener(SparkConf)} constructor), or {@link
  * #SparktrailListener(String)} and {@link #attachTo(SparkContext)} on a running context.
+ *
+ * <p>Built into a jar by {@code sparktrail listener-jar}, whose manifest records the Spark and
+ * Scala versions it was compiled against; on a driver of another Spark version the listener logs
+ * one warning naming both (and runs if the listener API is compatible).
  */
 public class SparktrailListener extends SparkFirehoseListener {
   public static final String DIR_KEY = "spark.sparktrail.traceDir";
@@ -72,6 +95,34 @@ public class SparktrailListener extends SparkFirehoseListener {
   public static final String MAX_EVENTS_KEY = "spark.sparktrail.maxEvents";
   public static final long DEFAULT_FLUSH_MILLIS = 1000L;
   public static final int DEFAULT_MAX_EVENTS = 20000;
+
+  /** Manifest attributes of the listener jar: the versions it was compiled against. */
+  public static final String SPARK_VERSION_ATTRIBUTE = "Sparktrail-Spark-Version";
+
+  public static final String SCALA_VERSION_ATTRIBUTE = "Sparktrail-Scala-Version";
+
+  /**
+   * System properties that stand in for the manifest's versions (tests of the mismatch warning
+   * without a second Spark).
+   */
+  public static final String BUILT_FOR_SPARK_PROPERTY = "sparktrail.builtFor.spark";
+
+  public static final String BUILT_FOR_SCALA_PROPERTY = "sparktrail.builtFor.scala";
+
+  /**
+   * Priority of the shutdown hook that finishes the log: below the SparkContext's (50), so it
+   * runs once the context stopped, and above Hadoop's filesystem cache's, which Spark's hooks all
+   * precede.
+   */
+  static final int SHUTDOWN_PRIORITY = 40;
+
+  private static final Logger LOG = LoggerFactory.getLogger(SparktrailListener.class);
+
+  /** Whether the version mismatch was logged (once per JVM and class loader). */
+  private static final AtomicBoolean VERSION_CHECKED = new AtomicBoolean();
+
+  /** A URI scheme followed by a colon (a Windows drive letter is one character, not a scheme). */
+  private static final Pattern SCHEME = Pattern.compile("^[A-Za-z][A-Za-z0-9+.-]+:");
 
   /** After the application end, how often the writer checks whether the bus delivered all. */
   static final long END_POLL_MILLIS = 50L;
@@ -163,6 +214,9 @@ public class SparktrailListener extends SparkFirehoseListener {
       new java.util.concurrent.ConcurrentHashMap<>();
 
   private final Path root;
+  private final String key;
+  private final FileSystem fs;
+  private volatile Object shutdownHook;
   private final long flushMillis;
   private final int maxEvents;
   private final JsonProtocolOptions options;
@@ -200,7 +254,8 @@ public class SparktrailListener extends SparkFirehoseListener {
     this(
         requireDir(conf),
         conf.getLong(FLUSH_MILLIS_KEY, DEFAULT_FLUSH_MILLIS),
-        conf.getInt(MAX_EVENTS_KEY, DEFAULT_MAX_EVENTS));
+        conf.getInt(MAX_EVENTS_KEY, DEFAULT_MAX_EVENTS),
+        hadoopConf(conf));
     synchronized (lock) {
       this.conf = conf;
     }
@@ -219,7 +274,23 @@ public class SparktrailListener extends SparkFirehoseListener {
    * @param maxEvents events that trigger a write before {@code flushMillis} has passed
    */
   public SparktrailListener(String traceDir, long flushMillis, int maxEvents) {
-    this.root = Paths.get(traceDir).toAbsolutePath().resolve("raw");
+    this(traceDir, flushMillis, maxEvents, activeHadoopConf());
+  }
+
+  private SparktrailListener(
+      String traceDir, long flushMillis, int maxEvents, Configuration hadoopConf) {
+    checkVersion();
+    Path dir = traceDirPath(traceDir);
+    try {
+      FileSystem f = dir.getFileSystem(hadoopConf);
+      // The raw local filesystem: no .crc files beside the segments.
+      this.fs = f instanceof LocalFileSystem ? ((LocalFileSystem) f).getRaw() : f;
+    } catch (IOException e) {
+      throw new IllegalArgumentException(
+          "sparktrail cannot open the trace directory " + traceDir + ": " + e, e);
+    }
+    this.key = dir.toString();
+    this.root = new Path(fs.makeQualified(dir), "raw");
     this.flushMillis = Math.max(1L, flushMillis);
     this.maxEvents = Math.max(1, maxEvents);
     // Accumulator updates repeat the task metrics the model already reads; leaving them out
@@ -228,10 +299,219 @@ public class SparktrailListener extends SparkFirehoseListener {
     jsonConf.set("spark.eventLog.includeTaskMetricsAccumulators", "false");
     this.options = new JsonProtocolOptions(jsonConf);
     buffer.add(logStart());
-    BY_DIR.put(root.getParent().toString(), this);
+    BY_DIR.put(key, this);
     writer = new Thread(this::writeLoop, "sparktrail-eventlog-writer");
     writer.setDaemon(true);
     writer.start();
+    shutdownHook = addShutdownHook();
+  }
+
+  /**
+   * The trace directory as a Hadoop path: a URI as given, a path without a scheme on the local
+   * filesystem, made absolute (as Spark resolves {@code spark.eventLog.dir}).
+   */
+  static Path traceDirPath(String traceDir) {
+    if (SCHEME.matcher(traceDir).find()) {
+      return new Path(traceDir);
+    }
+    // Not through File.toURI(): it ends in "/" once the directory exists, and the key of
+    // forTraceDir must not change when the listener has created it.
+    return new Path("file", null, new File(traceDir).getAbsolutePath());
+  }
+
+  /** The application's Hadoop configuration from its Spark conf (spark.hadoop.* and the rest). */
+  private static Configuration hadoopConf(SparkConf conf) {
+    try {
+      return org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf);
+    } catch (RuntimeException | LinkageError e) {
+      Configuration c = new Configuration();
+      for (scala.Tuple2<String, String> kv : conf.getAll()) {
+        if (kv._1().startsWith("spark.hadoop.")) {
+          c.set(kv._1().substring("spark.hadoop.".length()), kv._2());
+        }
+      }
+      return c;
+    }
+  }
+
+  /** The active SparkContext's Hadoop configuration, else one from the JVM's spark.* properties. */
+  private static Configuration activeHadoopConf() {
+    try {
+      scala.Option<SparkContext> active = org.apache.spark.SparkContext$.MODULE$.getActive();
+      if (active.isDefined()) {
+        return active.get().hadoopConfiguration();
+      }
+    } catch (RuntimeException | LinkageError e) {
+      // fall through
+    }
+    return hadoopConf(new SparkConf());
+  }
+
+  /**
+   * Finish the log when the JVM exits: a Spark shutdown hook that runs after the SparkContext's
+   * (which posts the application end) and before Hadoop closes its filesystems.
+   */
+  private Object addShutdownHook() {
+    try {
+      return org.apache.spark.util.ShutdownHookManager.addShutdownHook(
+          SHUTDOWN_PRIORITY,
+          new scala.runtime.AbstractFunction0<scala.runtime.BoxedUnit>() {
+            @Override
+            public scala.runtime.BoxedUnit apply() {
+              finishAtExit();
+              return scala.runtime.BoxedUnit.UNIT;
+            }
+          });
+    } catch (RuntimeException | LinkageError e) {
+      Thread hook = new Thread(this::finishAtExit, "sparktrail-shutdown");
+      Runtime.getRuntime().addShutdownHook(hook);
+      return hook;
+    }
+  }
+
+  private void finishAtExit() {
+    try {
+      if (!close(30_000L)) {
+        System.err.println("sparktrail: event log under " + root + " not finished at exit");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void removeShutdownHook() {
+    Object hook = shutdownHook;
+    shutdownHook = null;
+    if (hook == null) {
+      return;
+    }
+    try {
+      if (hook instanceof Thread) {
+        Runtime.getRuntime().removeShutdownHook((Thread) hook);
+      } else {
+        org.apache.spark.util.ShutdownHookManager.removeShutdownHook(hook);
+      }
+    } catch (RuntimeException | LinkageError e) {
+      // shutting down already: the hook is running or ran
+    }
+  }
+
+  /** The Spark and Scala versions this class was built for (manifest or system properties). */
+  static String[] builtFor() {
+    String spark = System.getProperty(BUILT_FOR_SPARK_PROPERTY);
+    String scalaVersion = System.getProperty(BUILT_FOR_SCALA_PROPERTY);
+    if (spark == null || scalaVersion == null) {
+      Attributes attributes = manifestAttributes();
+      if (attributes != null) {
+        if (spark == null) {
+          spark = attributes.getValue(SPARK_VERSION_ATTRIBUTE);
+        }
+        if (scalaVersion == null) {
+          scalaVersion = attributes.getValue(SCALA_VERSION_ATTRIBUTE);
+        }
+      }
+    }
+    return new String[] {spark, scalaVersion};
+  }
+
+  /** The main attributes of the jar this class was loaded from, or null (not from a jar). */
+  private static Attributes manifestAttributes() {
+    URL url = SparktrailListener.class.getResource("SparktrailListener.class");
+    if (url == null || !"jar".equals(url.getProtocol())) {
+      return null;
+    }
+    try {
+      URLConnection connection = url.openConnection();
+      if (!(connection instanceof JarURLConnection)) {
+        return null;
+      }
+      connection.setUseCaches(false);
+      try (JarFile jar = ((JarURLConnection) connection).getJarFile()) {
+        Manifest manifest = jar.getManifest();
+        return manifest == null ? null : manifest.getMainAttributes();
+      }
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** The Spark version of this JVM ({@code org.apache.spark.SPARK_VERSION}). */
+  static String runningSpark() {
+    return org.apache.spark.package$.MODULE$.SPARK_VERSION();
+  }
+
+  /** The Scala version of this JVM's scala-library. */
+  static String runningScala() {
+    return scala.util.Properties$.MODULE$.versionNumberString();
+  }
+
+  /**
+   * The warning for a listener built for another Spark version than the driver's, or null.
+   *
+   * @param builtSpark Spark version the listener was compiled against (null: unknown, no warning)
+   * @param builtScala Scala version it was compiled against (null: unknown)
+   */
+  static String versionWarning(
+      String builtSpark, String builtScala, String spark, String scalaVersion) {
+    if (builtSpark == null || builtSpark.equals(spark)) {
+      return null;
+    }
+    return "sparktrail: "
+        + SparktrailListener.class.getName()
+        + " was built for Spark "
+        + builtSpark
+        + (builtScala == null ? "" : " (Scala " + builtScala + ")")
+        + " but this driver runs Spark "
+        + spark
+        + " (Scala "
+        + scalaVersion
+        + "); it runs as long as Spark's listener API is compatible. Build a matching jar with"
+        + " `sparktrail listener-jar` where pyspark "
+        + spark
+        + " is installed.";
+  }
+
+  /** Log {@link #versionWarning} once per JVM. */
+  private static void checkVersion() {
+    if (!VERSION_CHECKED.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      String[] built = builtFor();
+      String warning = versionWarning(built[0], built[1], runningSpark(), runningScala());
+      if (warning != null) {
+        LOG.warn(warning);
+      }
+    } catch (RuntimeException | LinkageError e) {
+      LOG.warn("sparktrail: cannot check the Spark version the listener was built for: " + e);
+    }
+  }
+
+  /**
+   * Print the versions the listener was built for and the ones this JVM has; with trace
+   * directories as arguments, also start a listener writing to each (from a {@link SparkConf}, as
+   * {@code spark.extraListeners} does) and close it: {@code java -cp
+   * sparktrail-listener.jar:$SPARK_HOME/jars/* dev.sparktrail.SparktrailListener [DIR...]}.
+   */
+  public static void main(String[] args) throws Exception {
+    String[] built = builtFor();
+    System.out.println(
+        "built for Spark "
+            + built[0]
+            + " (Scala "
+            + built[1]
+            + "); this JVM has Spark "
+            + runningSpark()
+            + " (Scala "
+            + runningScala()
+            + ")");
+    for (String dir : args) {
+      SparkConf conf = new SparkConf(false).set(DIR_KEY, dir);
+      SparktrailListener listener = new SparktrailListener(conf);
+      if (!listener.close(10_000L)) {
+        throw new IllegalStateException("could not write under " + dir + ": " + listener.error);
+      }
+    }
   }
 
   /**
@@ -240,7 +520,7 @@ public class SparktrailListener extends SparkFirehoseListener {
    * @param traceDir the directory given to the constructor or {@code spark.sparktrail.traceDir}
    */
   public static SparktrailListener forTraceDir(String traceDir) {
-    return BY_DIR.get(Paths.get(traceDir).toAbsolutePath().toString());
+    return BY_DIR.get(traceDirPath(traceDir).toString());
   }
 
   private static String requireDir(SparkConf conf) {
@@ -478,21 +758,17 @@ public class SparktrailListener extends SparkFirehoseListener {
         id = "unknown-app";
       }
       try {
+        Path dir = new Path(root, "eventlog_v2_" + id);
+        Path marker = new Path(dir, "appstatus_" + id + ".inprogress");
         if (segment == 0) {
-          Path dir = root.resolve("eventlog_v2_" + id);
-          Files.createDirectories(dir);
-          Path marker = dir.resolve("appstatus_" + id + ".inprogress");
-          if (!Files.exists(marker)) {
-            Files.createFile(marker);
+          fs.mkdirs(dir);
+          if (!fs.exists(marker)) {
+            fs.create(marker, false).close();
           }
         }
         writeSegment(id, batch);
         if (lastBatch) {
-          Path dir = root.resolve("eventlog_v2_" + id);
-          Files.move(
-              dir.resolve("appstatus_" + id + ".inprogress"),
-              dir.resolve("appstatus_" + id),
-              StandardCopyOption.ATOMIC_MOVE);
+          rename(marker, new Path(dir, "appstatus_" + id));
         }
       } catch (IOException | RuntimeException e) {
         error = e.toString();
@@ -506,7 +782,8 @@ public class SparktrailListener extends SparkFirehoseListener {
         }
       }
       if (lastBatch) {
-        BY_DIR.remove(root.getParent().toString(), this);
+        BY_DIR.remove(key, this);
+        removeShutdownHook();
         synchronized (lock) {
           finished = error == null || buffer.isEmpty();
           lock.notifyAll();
@@ -520,22 +797,29 @@ public class SparktrailListener extends SparkFirehoseListener {
     if (lines.isEmpty()) {
       return;
     }
-    Path dir = root.resolve("eventlog_v2_" + id);
+    Path dir = new Path(root, "eventlog_v2_" + id);
     int n = segment + 1;
     String name = "events_" + n + "_" + id;
-    Path tmp = dir.resolve("." + name + ".tmp");
+    Path tmp = new Path(dir, "." + name + ".tmp");
     try (Writer out =
         new BufferedWriter(
-            new OutputStreamWriter(Files.newOutputStream(tmp), StandardCharsets.UTF_8), 1 << 20)) {
+            new OutputStreamWriter(fs.create(tmp, true), StandardCharsets.UTF_8), 1 << 20)) {
       for (String line : lines) {
         out.write(line);
         out.write('\n');
       }
     }
-    Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
+    rename(tmp, new Path(dir, name));
     segment = n;
     segmentsWritten.incrementAndGet();
     linesWritten.addAndGet(lines.size());
+  }
+
+  /** Rename {@code from} to {@code to} (atomic on local and HDFS; a copy on object stores). */
+  private void rename(Path from, Path to) throws IOException {
+    if (!fs.rename(from, to)) {
+      throw new IOException("cannot rename " + from + " to " + to);
+    }
   }
 
   private static ObjectNode event(String name) {
