@@ -438,6 +438,16 @@ def _task_error_hint(run: _Run, stage: int | None, found: list[Failure]) -> Hint
             f"{raised}{at}; the exception is the program's, retries or a Spark "
             "setting will not make it pass"
         )
+    elif (elsewhere := _passed_elsewhere(run, stage, found)) is not None:
+        evidence["retries_passed_on"] = elsewhere
+        exclude = settings_text(run.app, {_exclusion_setting(run.app): "true"})
+        action = (
+            f"{many} ({len(partitions)} partitions), all on executor "
+            f"{', '.join(map(str, executors))}, and the same partitions passed on "
+            f"executor {', '.join(elsewhere)}: {raised}{at}; the executor or its "
+            "host fails them, not the program: look at its host's logs"
+            + (f", and keep tasks off it ({exclude})" if exclude else "")
+        )
     else:
         action = (
             f"{many} ({len(partitions)} partitions, executors "
@@ -446,6 +456,38 @@ def _task_error_hint(run: _Run, stage: int | None, found: list[Failure]) -> Hint
             "robust) or on those executors' hosts (look at their logs)"
         )
     return run.hint("task_error", found, evidence, action, stage, _top(executors))
+
+
+def _passed_elsewhere(
+    run: _Run, stage: int | None, found: list[Failure]
+) -> list[str] | None:
+    """The executors the failed partitions' retries passed on, when every
+    failure stayed on at most two executors that none of them is (a bad
+    executor or host, not a bad partition); ``None`` otherwise."""
+    failed_on = {f.executor_id for f in found if f.executor_id is not None}
+    partitions = {f.partition for f in found if f.partition is not None}
+    if stage is None or not failed_on or len(failed_on) > 2 or not partitions:
+        return None
+    tasks = run.ctx.tasks
+    if "status" not in tasks.columns:
+        return None
+    passed = tasks.filter(
+        (pl.col("stage_id") == stage)
+        & pl.col("partition").is_in(list(partitions))
+        & (pl.col("status").fill_null("success") == "success")
+    )["executor"].drop_nulls()
+    others = sorted(set(passed.to_list()) - failed_on, key=str)
+    if not others or set(passed.to_list()) & failed_on:
+        return None
+    return others
+
+
+def _exclusion_setting(app: AppContext) -> str:
+    """Spark's switch that keeps tasks off failing executors (renamed in 3.1)."""
+    version = re.match(r"(\d+)\.(\d+)", app.spark_version or "")
+    if version and (int(version.group(1)), int(version.group(2))) < (3, 1):
+        return "spark.blacklist.enabled"
+    return "spark.excludeOnFailure.enabled"
 
 
 def _lost_hint(run: _Run, found: list[Failure], dead: dict[str, ExecutorLife]) -> Hint:

@@ -390,3 +390,32 @@ def test_a_job_cancelled_by_a_stopped_query_is_not_a_failure() -> None:
     [hint] = hints.filter(hints["kind"] == "failures").to_dicts()
     assert hint["severity"] == "info"
     assert "cancelled" in hint["action"] and "not failed by a task" in hint["action"]
+
+
+def test_failures_that_stay_on_one_executor_name_it_not_the_program() -> None:
+    # GIVEN a log whose failed attempts all ran on one executor and passed
+    # on another ("Bad executor")
+    log = PUBLIC / "spark/spark-events/app-20180109111548-0000"
+    ends = [e for e in _events(log) if e["Event"] == "SparkListenerTaskEnd"]
+    failed = {
+        e["Task Info"]["Executor ID"]
+        for e in ends
+        if e["Task End Reason"]["Reason"] != "Success"
+    }
+    passed = {
+        e["Task Info"]["Executor ID"]
+        for e in ends
+        if e["Task End Reason"]["Reason"] == "Success"
+        and e["Task Info"]["Index"]
+        in {
+            f["Task Info"]["Index"]
+            for f in ends
+            if f["Task End Reason"]["Reason"] != "Success"
+        }
+    }
+    # THEN the hint names the executors, where the retries passed, and
+    # blames the executor or host, not the program
+    [hint] = _by_cause(_failure_hints(log), "task_error")
+    assert set(hint["evidence"]["executors"]) == failed
+    assert set(hint["evidence"]["retries_passed_on"]) == passed - failed
+    assert "not the program" in hint["action"]
