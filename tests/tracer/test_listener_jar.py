@@ -342,3 +342,19 @@ def test_a_spark_connect_servers_queries_are_profiled(
     operators: list[Any] = profile_operators(trace, tmp_path / "profile")
     assert any("functions=[sum(v)]" in op for op in operators), operators
     assert any("Join [k], [k], Inner" in op for op in operators), operators
+
+
+def test_a_trace_dir_without_its_filesystem_is_one_clear_error(
+    built: tuple[Path, str], tmp_path: Path
+) -> None:
+    # GIVEN an s3a: trace directory and no hadoop-aws in Spark's jars
+    jar, _ = built
+    if any((spark_home() / "jars").glob("hadoop-aws-*.jar")):
+        pytest.skip("this Spark ships hadoop-aws")
+    # WHEN the listener starts THEN it fails at once, naming the directory
+    done = run_main(jar, tmp_path, [], ["s3a://bucket/trace"])
+    assert done.returncode != 0
+    assert (
+        "sparktrail cannot write the trace directory s3a://bucket/trace" in done.stderr
+    )
+    assert "S3AFileSystem not found" in done.stderr

@@ -285,9 +285,14 @@ public class SparktrailListener extends SparkFirehoseListener {
       FileSystem f = dir.getFileSystem(hadoopConf);
       // The raw local filesystem: no .crc files beside the segments.
       this.fs = f instanceof LocalFileSystem ? ((LocalFileSystem) f).getRaw() : f;
-    } catch (IOException e) {
+    } catch (IOException | RuntimeException e) {
+      // E.g. s3a: without hadoop-aws on the driver's class path, as for Spark's own event log.
       throw new IllegalArgumentException(
-          "sparktrail cannot open the trace directory " + traceDir + ": " + e, e);
+          "sparktrail cannot write the trace directory "
+              + traceDir
+              + " (no Hadoop filesystem for it on the driver's class path?): "
+              + e,
+          e);
     }
     this.key = dir.toString();
     this.root = new Path(fs.makeQualified(dir), "raw");
