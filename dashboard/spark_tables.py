@@ -55,6 +55,31 @@ _CP = Column(
     "share of the run's critical path: the time this holds the whole run back",
     "share",
 )
+#: The work columns both tables show, in page order.
+_WORK: dict[str, Column] = {
+    "records": Column(
+        "records",
+        "input records + shuffle records read (Spark shows them apart), each "
+        "partition once (blank: unknown, no attempt reported any)",
+        "count",
+    ),
+    "bytes": Column(
+        "input (MB)",
+        "input bytes + shuffle bytes read (Spark shows them apart), each "
+        "partition once (blank: no attempt finished)",
+        "bytes",
+    ),
+    "shuffle_write_bytes": Column(
+        "shuffle write (MB)",
+        "shuffle bytes written, each partition once (blank: no attempt finished)",
+        "bytes",
+    ),
+    "spilled_bytes": Column(
+        "spill (MB)",
+        "memory + disk bytes spilled (Spark shows them apart; blank: not reported)",
+        "bytes",
+    ),
+}
 #: The stage table's columns (frame column -> Column), in page order.
 STAGE_COLUMNS: dict[str, Column] = {
     "stage_id": Column("stage", "Spark's stage id", "count"),
@@ -84,28 +109,7 @@ STAGE_COLUMNS: dict[str, Column] = {
     "skew": Column(
         "skew", "max task / median task: 1 is even, 5 or more is skewed", "ratio"
     ),
-    "records": Column(
-        "records",
-        "input records + shuffle records read (Spark shows them apart), each "
-        "partition once (blank: unknown, no attempt reported any)",
-        "count",
-    ),
-    "bytes": Column(
-        "input (MB)",
-        "input bytes + shuffle bytes read (Spark shows them apart), each "
-        "partition once (blank: no attempt finished)",
-        "bytes",
-    ),
-    "shuffle_write_bytes": Column(
-        "shuffle write (MB)",
-        "shuffle bytes written, each partition once (blank: no attempt finished)",
-        "bytes",
-    ),
-    "spilled_bytes": Column(
-        "spill (MB)",
-        "memory + disk bytes spilled (Spark shows them apart; blank: not reported)",
-        "bytes",
-    ),
+    **_WORK,
     "gc_share": Column(
         "GC",
         "JVM GC time / executor run time, over the attempts that reported "
@@ -144,28 +148,7 @@ EXECUTOR_COLUMNS: dict[str, Column] = {
         "metrics (as Spark; red there above 10%)",
         "share",
     ),
-    "records": Column(
-        "records",
-        "input records + shuffle records read (Spark shows them apart), each "
-        "partition once (blank: unknown)",
-        "count",
-    ),
-    "bytes": Column(
-        "input (MB)",
-        "input bytes + shuffle bytes read (Spark shows them apart), each "
-        "partition once (blank: no attempt finished)",
-        "bytes",
-    ),
-    "shuffle_write_bytes": Column(
-        "shuffle write (MB)",
-        "shuffle bytes written, each partition once (blank: no attempt finished)",
-        "bytes",
-    ),
-    "spilled_bytes": Column(
-        "spill (MB)",
-        "memory + disk bytes spilled (Spark shows them apart; blank: not reported)",
-        "bytes",
-    ),
+    **_WORK,
 }
 STAGE_TABLE_CAPTION = (
     "One row per Spark stage, like the Spark UI's stage table, with its share "
