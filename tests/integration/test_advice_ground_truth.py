@@ -388,8 +388,19 @@ def test_failures_and_a_lost_executor_are_failures_not_stragglers(
     lost = causes["executor_lost"]
     assert lost["evidence"]["executors_lost"] == [killed]
     assert killing_stage in lost["evidence"]["stages"]
-    # AND no failed attempt makes a task or an executor a straggler
-    assert not of_kind(hints, "straggler_task", "straggler_executor"), brief(hints)
+    # AND no failed attempt makes a task or an executor a straggler: none
+    # names the failing or the killing stage, or the killed executor (the
+    # surviving executor may run slower than its replacement on a loaded
+    # machine, a finding of its own, kept as info there)
+    stragglers = of_kind(hints, "straggler_task", "straggler_executor")
+    blamed = [
+        h
+        for h in stragglers
+        if h["stage_id"] in (failing_stage, killing_stage)
+        or h["executor_id"] == killed
+        or h["severity"] != "info"
+    ]
+    assert not blamed, brief(hints)
     print(f"failures: {brief(found)}")
 
 
