@@ -55,7 +55,9 @@ import polars as pl
 from sparktrail.pag.context import AppContext, ExecutorLife, Failure
 
 from ._common import Context, Hint, saving_severity, settings_text
+from .capacity import duration_ns
 from .memory_pressure import memory_of
+from .platform import spark_at_least
 
 __all__ = ["exit_code", "exit_meaning", "failures", "is_oom"]
 
@@ -484,8 +486,7 @@ def _passed_elsewhere(
 
 def _exclusion_setting(app: AppContext) -> str:
     """Spark's switch that keeps tasks off failing executors (renamed in 3.1)."""
-    version = re.match(r"(\d+)\.(\d+)", app.spark_version or "")
-    if version and (int(version.group(1)), int(version.group(2))) < (3, 1):
+    if spark_at_least(app, 3, 1) is False:
         return "spark.blacklist.enabled"
     return "spark.excludeOnFailure.enabled"
 
@@ -547,19 +548,6 @@ def _lost_hint(run: _Run, found: list[Failure], dead: dict[str, ExecutorLife]) -
     )
 
 
-def _duration_ms(text: str | None) -> float | None:
-    """A Spark time setting in ms (a bare number is ms), ``None`` if unreadable.
-
-    >>> [_duration_ms(t) for t in ("100ms", "10s", "250", "x")]
-    [100.0, 10000.0, 250.0, None]
-    """
-    found = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m|min|h)?\s*", text or "")
-    if not found:
-        return None
-    scale = {"ms": 1, None: 1, "s": 1e3, "m": 6e4, "min": 6e4, "h": 3.6e6}
-    return float(found.group(1)) * scale[found.group(2)]
-
-
 #: Spark's defaults: an executor exits (code 56) after this many heartbeats
 #: failed in a row, sent this often.
 HEARTBEAT_MAX_FAILURES = 60
@@ -568,7 +556,9 @@ HEARTBEAT_INTERVAL_MS = 10_000.0
 
 def _lost_fix(app: AppContext, code: int | None) -> str:
     if code == 56:
-        interval = _duration_ms(app.setting("spark.executor.heartbeatInterval"))
+        # A bare number is ms for this setting.
+        interval_ns = duration_ns(app.setting("spark.executor.heartbeatInterval"), 1e6)
+        interval = None if interval_ns is None else interval_ns / 1e6
         failures = app.setting("spark.executor.heartbeat.maxFailures")
         tries = int(failures) if failures and failures.isdigit() else None
         tries = tries or HEARTBEAT_MAX_FAILURES
