@@ -55,7 +55,7 @@ from online_latency import _rounds
 
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread, WindowView
+from sparktrail.dashboard.live_view import LATEST, LiveLoader, UpdateThread, WindowView
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import (
     SUMMARY_FRAMES,

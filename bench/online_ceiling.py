@@ -17,7 +17,7 @@ Each rate runs the producer and consumer of ``bench/online_latency.py``
 serve command's update loop, the page over Dash's callback route), and
 besides its latencies records, once a second, the consumer's resident set
 size (``/proc/self/status`` ``VmRSS``), the rows the pipeline buffers and
-the lag the page shows (:attr:`~sparktrail.dashboard.snapshots.Snapshot.
+the lag the page shows (:attr:`~sparktrail.dashboard.live_view.ViewState.
 lag_ns`). After the producer stops, the consumer runs until it has read
 every row and closed every window the last event allows (at most
 ``--drain`` s): a pipeline slower than its producer falls behind but must
@@ -53,7 +53,7 @@ from bench.online_latency import (
     run_producer,
     start_consumer,
 )
-from sparktrail.dashboard.snapshots import LiveLoader
+from sparktrail.dashboard.live_view import LiveLoader
 from sparktrail.pag.memory import retain_freed_memory
 
 

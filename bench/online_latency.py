@@ -18,8 +18,8 @@ Per rate R (trace rows per second), a fresh temporary TRACE_DIR gets:
   seconds, and logs when each file landed and its latest event.
 * **Consumer**: what ``sparktrail serve TRACE_DIR`` runs, with its defaults
   (``--window 1s --lateness 2s``): a
-  :class:`~sparktrail.dashboard.snapshots.LiveLoader` stepped by an
-  :class:`~sparktrail.dashboard.snapshots.UpdateThread` at its default interval,
+  :class:`~sparktrail.dashboard.live_view.LiveLoader` stepped by an
+  :class:`~sparktrail.dashboard.live_view.UpdateThread` at its default interval,
   and the Dash app of :func:`~sparktrail.dashboard.app.create_app`, queried
   over its real callback route (``POST /_dash-update-component``, Flask's
   test client, no socket) the way the page does: the ``refresh`` callback on
@@ -84,7 +84,7 @@ import polars as pl
 
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import GRAPHS, create_app
-from sparktrail.dashboard.snapshots import LATEST, LiveLoader, UpdateThread
+from sparktrail.dashboard.live_view import LATEST, LiveLoader, UpdateThread
 from sparktrail.pag.memory import retain_freed_memory
 from sparktrail.pag.trace import write_trace
 from sparktrail.synthetic import ACTIVITY_CYCLE

@@ -2,7 +2,7 @@
 
 Runs the demo's streaming query (:func:`sparktrail.workloads.streaming_join`)
 on a local[2] session traced live, with the dashboard's loader
-(:class:`~sparktrail.dashboard.snapshots.LiveLoader`, ``--window 1s
+(:class:`~sparktrail.dashboard.live_view.LiveLoader`, ``--window 1s
 --lateness 2s``, stepped by an ``UpdateThread`` as ``sparktrail serve``
 does) in the same process, for ``--seconds``. Every 50 ms it notes the end
 of the newest closed window of the published snapshot. For each batch
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.stream_overhead import local_session
 from sparktrail.cli.serve import live_loader
-from sparktrail.dashboard.snapshots import UpdateThread
+from sparktrail.dashboard.live_view import UpdateThread
 from sparktrail.pag.trace import read_context
 from sparktrail.tracer import attach, detach
 from sparktrail.workloads import streaming_join

@@ -3,7 +3,7 @@
 Writes ``bench/window_step.py``'s producer trace (``--rate`` rows/s, 4 s),
 closes it once with :class:`~sparktrail.engines.online.OnlinePipeline`,
 keeps the rows of its third window, and times each part of closing that
-window again: the CP (``batch_cp``), the partial sums, the task facts, the
+window again: the CP (``chunk_cp``), the partial sums, the task facts, the
 summaries, the hints, the what-if replay model (from the rows and from the
 task facts) and the store write. Each figure is the median of 7 repeats of
 10 runs, so it is steadier than a profile; run it on one core too:
@@ -29,12 +29,12 @@ from bench.window_step import S, _trace
 from sparktrail.engines import online
 from sparktrail.engines.online import ROW, OnlinePipeline
 from sparktrail.engines.store import StoredWindow, WindowStore
+from sparktrail.pag.chunk_cp import chunk_cp, touching_rows
 from sparktrail.pag.trace import Trace, load_trace
-from sparktrail.pag.window_rows import batch_cp, touching_rows
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import finish, hints
-from sparktrail.summaries._table import task_facts
 from sparktrail.summaries.partials import Partials
+from sparktrail.summaries.task_table import task_facts
 from sparktrail.whatif import Replay
 
 #: Runs of a part per timing (each figure is the median of 7 timings).
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         _trace(root, args.rate, 4)
         pipeline, rows, ts, te = third_window(root)
         extent = (pipeline._first, pipeline._last)
-        cp, near = batch_cp(rows, te - ts, ts, ts, te, extent, row_column=ROW)  # type: ignore[arg-type]
+        cp, near = chunk_cp(rows, te - ts, ts, ts, te, extent, row_column=ROW)  # type: ignore[arg-type]
         trace = Trace(near, pipeline._context)
         valid = load_trace(trace)
         partials = Partials.of(cp.drop("start_ns", "end_ns", strict=False))
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             "close the window (all below but the store)": lambda: close(
                 pipeline, rows, ts, te
             ),
-            "CP: snapshot + kernel (batch_cp)": lambda: batch_cp(
+            "CP: snapshot + kernel (chunk_cp)": lambda: chunk_cp(
                 rows,
                 te - ts,
                 ts,

@@ -46,14 +46,14 @@ WORKERS = 16
 #: (functions: names separated by "|").
 PHASES = {
     "read new files": ("engines/online.py", "_consume"),
-    "CP: snapshot + kernel (batch_cp)": ("pag/window_rows.py", "batch_cp"),
+    "CP: snapshot + kernel (chunk_cp)": ("pag/chunk_cp.py", "chunk_cp"),
     "summaries and hints (summaries_from_cp)": (
         "summaries/finish.py",
         "summaries_from_cp",
     ),
     "  of which hints": ("summaries/hints/__init__.py", "rebalancing_hints"),
     "  of which what-if replays": ("whatif/replay.py", "run"),
-    "  of which task facts": ("summaries/_table.py", "task_facts"),
+    "  of which task facts": ("summaries/task_table.py", "task_facts"),
     # The CP rows are written in the background while the summaries are
     # computed (the profiler sees only this thread): this is the rest of the
     # write and the wait for them (an older sparktrail: its write_window).

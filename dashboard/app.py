@@ -2,7 +2,7 @@
 
 :func:`create_app` lays out one graph per summary (component ids in
 :data:`GRAPHS`), a window picker and a status line. Callbacks only read
-``source.latest()`` (see :mod:`~sparktrail.dashboard.snapshots`) and call the
+``source.latest()`` (see :mod:`~sparktrail.dashboard.live_view`) and call the
 pure builders of :mod:`~sparktrail.dashboard.figures`: a 1 s
 ``dcc.Interval`` checks whether a new snapshot was published, and the
 figures are rebuilt only when it was, or when another window is picked.
@@ -17,7 +17,7 @@ anything else with 404; no
 assets folder, no Flask static folder. A callback request must name a
 callback of the page with its declared inputs (else 400), and a window key
 from the page only selects among the snapshot's windows
-(:meth:`~sparktrail.dashboard.snapshots.Snapshot.window`). :func:`serve` binds
+(:meth:`~sparktrail.dashboard.live_view.ViewState.window`). :func:`serve` binds
 127.0.0.1 unless told otherwise, with Dash's dev tools off whatever the
 ``DASH_*`` environment says.
 
@@ -49,21 +49,21 @@ from dash.exceptions import DependencyException, PreventUpdate
 
 from sparktrail.engines.comparison import Comparison
 from sparktrail.errors import InputError
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, TIME_NS
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
 from .compare_report import PAGE_STYLE, compare_layout
-from .metrics import METRICS_PATH, add_metrics_route
-from .snapshots import (
+from .live_view import (
     LATEST,
-    Snapshot,
-    SnapshotSource,
+    ViewSource,
+    ViewState,
     WindowView,
     closed_label,
     window_start,
 )
+from .metrics import METRICS_PATH, add_metrics_route
 from .verdict import header_facts, verdict
 from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, whole_run_view
 
@@ -165,7 +165,7 @@ _GRID = {
 }
 
 
-def _empty(snapshot: Snapshot) -> dict[str, go.Figure]:
+def _empty(snapshot: ViewState) -> dict[str, go.Figure]:
     message = WAITING if snapshot.live else snapshot.status
     if snapshot.status.startswith(("error", snapshot.source)):
         message = snapshot.status
@@ -257,7 +257,7 @@ def _ms(ns: int) -> str:
 
 
 def _shading(
-    snapshot: Snapshot, view: WindowView, yref: str = "y domain"
+    snapshot: ViewState, view: WindowView, yref: str = "y domain"
 ) -> list[dict[str, Any]]:
     """The over-time charts' shapes: the picked window shaded (the height
     of the axis ``yref`` names, or of the whole figure: ``paper``)."""
@@ -278,7 +278,7 @@ def _shading(
     return [shape]
 
 
-def _activity_figure(snapshot: Snapshot, view: WindowView) -> go.Figure:
+def _activity_figure(snapshot: ViewState, view: WindowView) -> go.Figure:
     frame = snapshot.activity_by_window
     fig = figures.activity_over_time(coarsen_activity(frame, MAX_BARS))
     per_bar = windows_per_bar(frame, MAX_BARS)
@@ -290,14 +290,14 @@ def _activity_figure(snapshot: Snapshot, view: WindowView) -> go.Figure:
     return fig
 
 
-def _pick(snapshot: Snapshot, key: object) -> WindowView | None:
+def _pick(snapshot: ViewState, key: object) -> WindowView | None:
     """The view a picker value names: the whole run, or a window."""
     if key == WHOLE_RUN and snapshot.live:
         return whole_run_view(snapshot)
     return snapshot.window(key)
 
 
-def _whole(snapshot: Snapshot, view: WindowView) -> bool:
+def _whole(snapshot: ViewState, view: WindowView) -> bool:
     """Whether ``view`` is the whole run (a report's one view is)."""
     return view.key == WHOLE_RUN or not snapshot.live
 
@@ -331,7 +331,7 @@ def _sized(built: dict[str, go.Figure]) -> dict[str, go.Figure]:
     return built
 
 
-def page_figures(snapshot: Snapshot, key: object) -> dict[str, go.Figure]:
+def page_figures(snapshot: ViewState, key: object) -> dict[str, go.Figure]:
     """Every graph of the page for the window picked by ``key``.
 
     A pure function of the snapshot: the over-time chart shows every
@@ -340,7 +340,7 @@ def page_figures(snapshot: Snapshot, key: object) -> dict[str, go.Figure]:
 
     Examples
     --------
-    >>> figs = page_figures(Snapshot(source="t", status="starting"), None)
+    >>> figs = page_figures(ViewState(source="t", status="starting"), None)
     >>> sorted(figs) == sorted(GRAPHS)
     True
     """
@@ -358,7 +358,7 @@ _WHOLE_RUN_LABEL = "whole run (all closed windows)"
 
 
 def picker_options(
-    snapshot: Snapshot, search: object = None, picked: object = None
+    snapshot: ViewState, search: object = None, picked: object = None
 ) -> list[dict[str, str]]:
     """The window picker's options: follow-latest, then windows newest first.
 
@@ -374,7 +374,7 @@ def picker_options(
 
     Examples
     --------
-    >>> [o["value"] for o in picker_options(Snapshot(source="t", status="s"))]
+    >>> [o["value"] for o in picker_options(ViewState(source="t", status="s"))]
     ['latest', 'whole-run']
     """
     if not snapshot.live:
@@ -401,14 +401,14 @@ def _clicked_data(click: object) -> object:
     return points[0].get("customdata")
 
 
-def clicked_window(snapshot: Snapshot, click: object) -> str | None:
+def clicked_window(snapshot: ViewState, click: object) -> str | None:
     """The picker value of the window a click on the over-time chart hit.
 
     Each bar carries its window's start in ns (``customdata[1]``, see
     :func:`~sparktrail.dashboard.figures.activity_over_time`); a bar of
     merged windows picks the first of them. Anything else gives ``None``.
 
-    >>> clicked_window(Snapshot(source="t", status="s"), {"points": []}) is None
+    >>> clicked_window(ViewState(source="t", status="s"), {"points": []}) is None
     True
     """
     data = _clicked_data(click)
@@ -419,13 +419,13 @@ def clicked_window(snapshot: Snapshot, click: object) -> str | None:
     return view.key if snapshot.live else LATEST
 
 
-def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
+def clicked_batch(snapshot: ViewState, click: object) -> str | None:
     """The picker value of the window a click on a micro-batch selects: the
     closed window its trigger started in (``customdata[1]``, in ms, see
     :mod:`~sparktrail.dashboard.stream_figures`); ``None`` when there is
     none (yet).
 
-    >>> clicked_batch(Snapshot(source="t", status="s"), {"points": []}) is None
+    >>> clicked_batch(ViewState(source="t", status="s"), {"points": []}) is None
     True
     """
     data = _clicked_data(click)
@@ -439,7 +439,7 @@ def clicked_batch(snapshot: Snapshot, click: object) -> str | None:
     return None
 
 
-def communication_panel(snapshot: Snapshot, key: object) -> tuple[dict[str, str], str]:
+def communication_panel(snapshot: ViewState, key: object) -> tuple[dict[str, str], str]:
     """The communication section's style and note for the picked view.
 
     Hidden, with :data:`~sparktrail.dashboard.figures.ONE_EXECUTOR_NOTE`,
@@ -456,7 +456,7 @@ def communication_panel(snapshot: Snapshot, key: object) -> tuple[dict[str, str]
     return {}, ""
 
 
-def headline(snapshot: Snapshot, key: object) -> tuple[list[tuple[str, str]], str]:
+def headline(snapshot: ViewState, key: object) -> tuple[list[tuple[str, str]], str]:
     """The application header's facts and the verdict for the picked view.
 
     A report's header and verdict are its whole run's (as in the report).
@@ -466,7 +466,7 @@ def headline(snapshot: Snapshot, key: object) -> tuple[list[tuple[str, str]], st
     verdict says what the critical path was made of. Nothing before the
     first window.
 
-    >>> headline(Snapshot(source="t", status="starting"), None)
+    >>> headline(ViewState(source="t", status="starting"), None)
     ([], '')
     """
     view = _pick(snapshot, key)
@@ -484,14 +484,14 @@ def headline(snapshot: Snapshot, key: object) -> tuple[list[tuple[str, str]], st
 
 
 def table_data(
-    snapshot: Snapshot, key: object
+    snapshot: ViewState, key: object
 ) -> list[tuple[list[dict[str, Any]], str]]:
     """Each table's records and note for the picked view, in :data:`TABLES` order.
 
     The note says why a table is empty: nothing closed yet, the live whole
     run (:data:`WHOLE_RUN_TABLES`), or no task in the view.
 
-    >>> [note for _, note in table_data(Snapshot(source="t", status="x"), None)]
+    >>> [note for _, note in table_data(ViewState(source="t", status="x"), None)]
     ['waiting for the first window to close…', 'waiting for the first window to close…']
     """
     view = _pick(snapshot, key)
@@ -514,14 +514,14 @@ def table_data(
 
 
 def stream_panel(
-    snapshot: Snapshot, key: object = None
+    snapshot: ViewState, key: object = None
 ) -> tuple[go.Figure | None, dict[str, str]]:
     """The streaming section's figure and style: Spark's progress of the
     run so far (the newest window's context), hidden without micro-batches;
     the window the picker's ``key`` names is shaded, as on the over-time
     chart.
 
-    >>> stream_panel(Snapshot(source="t", status="starting"))
+    >>> stream_panel(ViewState(source="t", status="starting"))
     (None, {'display': 'none'})
     """
     if not snapshot.windows:
@@ -621,14 +621,14 @@ _VERDICT = {
 }
 
 
-def _window_count(snapshot: Snapshot) -> int:
+def _window_count(snapshot: ViewState) -> int:
     if not snapshot.live and snapshot.windows:
         # A report is one whole-run view of the windows its summaries list.
         return len(snapshot.windows[-1].summaries.windows)
     return len(snapshot.windows)
 
 
-def _counters(snapshot: Snapshot) -> str:
+def _counters(snapshot: ViewState) -> str:
     return (
         f"windows: {_window_count(snapshot)} · corrupt files skipped: "
         f"{snapshot.corrupt_files} · late rows: {snapshot.late_rows}"
@@ -655,7 +655,7 @@ def _caption(key: str) -> Any:
     return [CAPTIONS[key], *columns, "."]
 
 
-def _layout(snapshot: Snapshot) -> html.Div:
+def _layout(snapshot: ViewState) -> html.Div:
     # The stores start at this snapshot, so the first tick does not resend it.
     head = headline(snapshot, LATEST)
     graphs = {
@@ -834,14 +834,14 @@ def create_compare_app(comparison: Comparison) -> dash.Dash:
     return app
 
 
-def create_app(source: SnapshotSource) -> dash.Dash:
+def create_app(source: ViewSource) -> dash.Dash:
     """A Dash app that shows ``source``'s latest snapshot.
 
     Parameters
     ----------
     source
         Hands out the snapshot to show (an
-        :class:`~sparktrail.dashboard.snapshots.UpdateThread` while live).
+        :class:`~sparktrail.dashboard.live_view.UpdateThread` while live).
 
     Returns
     -------

@@ -28,7 +28,8 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.workers import SLOT_IN_TEXT, slot_of
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE
 
 __all__ = [
@@ -140,8 +141,6 @@ ONE_EXECUTOR_NOTE = (
     "there is no communication between executors."
 )
 
-_WORKER = re.compile(r"exec-([^/\s]+)/([0-9]+)")
-
 
 def worker_label(worker: str | None) -> str:
     """How a worker is shown to a user (the data keep its name).
@@ -157,10 +156,10 @@ def worker_label(worker: str | None) -> str:
     """
     if worker is None:
         return "driver"
-    match = _WORKER.fullmatch(worker)
-    if match is None:
+    slot = slot_of(worker)
+    if slot is None:
         return worker
-    executor, core = match.groups()
+    executor, core = slot
     if executor == "driver":
         return f"driver, core {core}"
     return f"executor {executor}, core {core}"
@@ -172,7 +171,7 @@ def worker_text(text: str) -> str:
     >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
     'move work off executor 2, core 0 (and driver, core 1)'
     """
-    return _WORKER.sub(lambda m: worker_label(m.group(0)), text)
+    return SLOT_IN_TEXT.sub(lambda m: worker_label(m.group(0)), text)
 
 
 def _natural(label: str) -> list[Any]:

@@ -6,7 +6,7 @@ OpenMetrics, when the scraper asks for it), from a
 :class:`~prometheus_client.CollectorRegistry` of the app's own (never the
 process-wide default one). Its one collector, :class:`SnapshotCollector`,
 reads the source's current immutable
-:class:`~sparktrail.dashboard.snapshots.Snapshot` on each scrape; nothing
+:class:`~sparktrail.dashboard.live_view.ViewState` on each scrape; nothing
 is computed between scrapes.
 
 What is exported
@@ -75,9 +75,9 @@ from sparktrail.summaries import Summaries, n_path_windows
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
 
-from .snapshots import (
-    Snapshot,
-    SnapshotSource,
+from .live_view import (
+    ViewSource,
+    ViewState,
     WindowFrames,
     WindowView,
     closed_label,
@@ -220,7 +220,7 @@ class SnapshotCollector:
     threads; the run totals are updated under a lock.
     """
 
-    def __init__(self, source: SnapshotSource) -> None:
+    def __init__(self, source: ViewSource) -> None:
         self._source = source
         self._lock = threading.Lock()
         self._run = _RunTotals()
@@ -239,7 +239,7 @@ class SnapshotCollector:
         yield from _cp_families(scopes)
         yield from _hint_families(snapshot)
 
-    def _scopes(self, snapshot: Snapshot) -> _Scopes:
+    def _scopes(self, snapshot: ViewState) -> _Scopes:
         """The window's and the run's CP by dimension, labels bounded."""
         window: dict[str, list[tuple[str, float, float]]] = {}
         if snapshot.live:
@@ -264,7 +264,7 @@ class SnapshotCollector:
         return _Scopes(window, run, has_run_path=paths > 0 and any(run.values()))
 
     def _run_sums(
-        self, snapshot: Snapshot
+        self, snapshot: ViewState
     ) -> tuple[dict[str, dict[str, list[float]]], float]:
         """The run's sums and what to divide their shares by (under the lock)."""
         if not snapshot.live:  # a report: its one view already is the run
@@ -300,7 +300,7 @@ def _counter(name: str, doc: str, labels: list[str] | None = None) -> Any:
     return CounterMetricFamily(name, doc, labels=labels or [])
 
 
-def _pipeline_families(snapshot: Snapshot) -> Iterator[Metric]:
+def _pipeline_families(snapshot: ViewState) -> Iterator[Metric]:
     windows = _counter(
         "sparktrail_windows_closed", "Windows closed (a report: its windows)."
     )
@@ -324,7 +324,7 @@ def _pipeline_families(snapshot: Snapshot) -> Iterator[Metric]:
     yield from (windows, rows, late, corrupt, lag)
 
 
-def _windows_closed(snapshot: Snapshot) -> int:
+def _windows_closed(snapshot: ViewState) -> int:
     if not snapshot.live and snapshot.windows:
         return len(snapshot.windows[-1].summaries.windows)
     return len(snapshot.windows)
@@ -370,7 +370,7 @@ def _stage_operators(summaries: Summaries) -> dict[int, str]:
     return {int(stage): _label(op, "operator") for op, stage in pairs.iter_rows()}
 
 
-def _hint_families(snapshot: Snapshot) -> Iterator[Metric]:
+def _hint_families(snapshot: ViewState) -> Iterator[Metric]:
     summaries = snapshot.windows[-1].summaries
     saving = _gauge(
         "sparktrail_hint_saving_seconds",
@@ -413,7 +413,7 @@ def _hint_families(snapshot: Snapshot) -> Iterator[Metric]:
     yield from (saving, count)
 
 
-def metrics_registry(source: SnapshotSource) -> CollectorRegistry:
+def metrics_registry(source: ViewSource) -> CollectorRegistry:
     """A registry of its own holding one :class:`SnapshotCollector` of ``source``.
 
     Raises
@@ -429,7 +429,7 @@ def metrics_registry(source: SnapshotSource) -> CollectorRegistry:
 
 
 def add_metrics_route(
-    server: flask.Flask, source: SnapshotSource, path: str = "/" + METRICS_PATH
+    server: flask.Flask, source: ViewSource, path: str = "/" + METRICS_PATH
 ) -> None:
     """Answer ``GET path`` on ``server`` with the metrics of ``source``.
 
@@ -471,7 +471,7 @@ class PipelineSnapshots:
         self._held: dict[int, WindowFrames] = {}
         store = pipeline.store
         self._views = tuple(self._view(s, self._end(s)) for s in store.window_starts())
-        self._snapshot = Snapshot(source, "starting…", windows=self._views)
+        self._snapshot = ViewState(source, "starting…", windows=self._views)
 
     def _fixed(self) -> int | None:
         fixed = getattr(self._pipeline, "fixed_ns", None)
@@ -498,7 +498,7 @@ class PipelineSnapshots:
             start_ns, end_ns, label, functools.partial(self._frames, start_ns)
         )
 
-    def latest(self) -> Snapshot:
+    def latest(self) -> ViewState:
         """The snapshot of the last :meth:`publish`."""
         return self._snapshot
 
@@ -518,7 +518,7 @@ class PipelineSnapshots:
             if length
             else None
         )
-        self._snapshot = Snapshot(
+        self._snapshot = ViewState(
             source=self._source,
             status=f"{len(self._views)} windows closed",
             windows=self._views,
@@ -530,7 +530,7 @@ class PipelineSnapshots:
         )
 
 
-def serve_metrics(source: SnapshotSource, host: str, port: int) -> Any:
+def serve_metrics(source: ViewSource, host: str, port: int) -> Any:
     """Answer ``/metrics`` (any path, as prometheus-client does) on
     ``host:port`` from a daemon thread; returns the server (``shutdown()``).
 

@@ -49,14 +49,15 @@ import numpy as np
 import orjson
 import polars as pl
 
-from sparktrail.engines.batch import BATCH_ROWS, cp_batches
+from sparktrail.engines.batch import CHUNK_ROWS, cp_chunks
 from sparktrail.engines.profiler import Profile, window_cp
+from sparktrail.pag.chunk_cp import touching_rows, trace_extent
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import Trace
-from sparktrail.pag.window_rows import touching_rows, trace_extent
 from sparktrail.pag.windows import TRACE_ROW
+from sparktrail.pag.workers import slot_of
 
 __all__ = [
     "CRITICAL_THRESHOLD",
@@ -80,7 +81,6 @@ CRITICALITY = "criticality"
 ARG_COLUMNS = ("stage_id", "task_id", "partition", "records", "bytes", "operator")
 #: Column naming a candidate row's row in the whole trace.
 _ROW = "_sparktrail_export_row"
-_EXECUTOR = re.compile(r"^exec-(.+)/(\d+)$")
 _US = 1_000
 
 
@@ -232,13 +232,13 @@ def _with_cp(rows: pl.DataFrame, per_row: pl.DataFrame) -> pl.DataFrame:
 
 
 def whole_trace(
-    trace: Trace, window_ns: int, name: str = "trace", *, batch_rows: int = BATCH_ROWS
+    trace: Trace, window_ns: int, name: str = "trace", *, chunk_rows: int = CHUNK_ROWS
 ) -> CriticalRows:
     """Every row of ``trace`` with its critical time over windows of
     ``window_ns`` (origin as :func:`~sparktrail.pag.critical_participation`'s).
 
-    The CP is computed a batch of windows at a time (about ``batch_rows``
-    rows each, :func:`~sparktrail.pag.window_rows.batch_cp`, as the batch
+    The CP is computed a batch of windows at a time (about ``chunk_rows``
+    rows each, :func:`~sparktrail.pag.chunk_cp.chunk_cp`, as the batch
     engine does) and reduced to per-row sums and the critical path's
     segments before the next batch, so the CP table is never held whole.
 
@@ -263,7 +263,7 @@ def whole_trace(
     extent = trace_extent(frame)
     sums: list[pl.DataFrame] = []
     paths: list[pl.DataFrame] = []
-    for cp, _, _, _ in cp_batches(frame, window, origin, batch_rows=batch_rows):
+    for cp, _, _, _ in cp_chunks(frame, window, origin, chunk_rows=chunk_rows):
         pieces = _pieces(cp, extent)
         sums.append(_per_row(pieces))
         paths.append(critical_segments(pieces))
@@ -389,10 +389,10 @@ def _worker_key(worker: str) -> tuple[int, str, int, str]:
     """(process order, process name, thread order, worker) of a worker."""
     if worker == "driver":
         return (1, "driver", 0, worker)
-    match = _EXECUTOR.match(worker)
-    if match is None:
+    slot = slot_of(worker)
+    if slot is None:
         return (3, worker, 0, worker)
-    return (2, f"executor {match.group(1)}", int(match.group(2)), worker)
+    return (2, f"executor {slot[0]}", slot[1], worker)
 
 
 def _natural(text: str) -> tuple[Any, ...]:

@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.context import AppContext, local_cores
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
 from sparktrail.summaries.hints import shown_hints

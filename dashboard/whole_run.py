@@ -25,7 +25,7 @@ import polars as pl
 from sparktrail.engines.profiler import most_critical_window
 from sparktrail.summaries import Summaries, n_path_windows
 
-from .snapshots import Snapshot, WindowFrames, WindowView, utc
+from .live_view import ViewState, WindowFrames, WindowView, utc
 
 __all__ = ["WHOLE_RUN", "WHOLE_RUN_HINTS", "whole_run_frames", "whole_run_view"]
 
@@ -151,7 +151,7 @@ def whole_run_frames(
     return WindowFrames(summaries, cp)
 
 
-def whole_run_view(snapshot: Snapshot) -> WindowView | None:
+def whole_run_view(snapshot: ViewState) -> WindowView | None:
     """The whole run of ``snapshot`` as one view (``None`` before any window).
 
     A finished report's one view already is the whole run.

@@ -19,13 +19,13 @@ numbers on the same trace. Imports go one way: engines read ``pag`` and
 ``summaries``; the dashboard and the CLI call engines.
 """
 
-from .batch import BATCH_ROWS, Progress, summarize, window_batches
+from .batch import CHUNK_ROWS, Progress, summarize, window_chunks
 from .online import ClosedWindow, OnlinePipeline, TraceFileWarning
 from .profiler import Profile, profile
 from .store import SUMMARY_FRAMES, StoredWindow, WindowStore, store_dir
 
 __all__ = [
-    "BATCH_ROWS",
+    "CHUNK_ROWS",
     "SUMMARY_FRAMES",
     "ClosedWindow",
     "OnlinePipeline",
@@ -37,5 +37,5 @@ __all__ = [
     "profile",
     "store_dir",
     "summarize",
-    "window_batches",
+    "window_chunks",
 ]

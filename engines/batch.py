@@ -10,11 +10,11 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import Trace, TraceLike, load_trace
-from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import (
     MIN_STRETCH,
     coarse_range,
@@ -26,22 +26,22 @@ from sparktrail.summaries.partials import Partials
 from sparktrail.summaries.result import HintOptions, Summaries
 
 __all__ = [
-    "BATCH_ROWS",
+    "CHUNK_ROWS",
     "MICRO_BATCHES",
-    "Batch",
+    "Chunk",
     "Progress",
-    "batch_candidates",
-    "cp_batches",
+    "chunk_candidates",
+    "cp_chunks",
     "micro_batch_bounds",
     "summarize",
     "summarize_micro_batches",
     "trigger_times",
-    "window_batches",
+    "window_chunks",
     "without_stretches",
 ]
 
 #: Trace rows starting in one batch of windows.
-BATCH_ROWS = 1_000_000
+CHUNK_ROWS = 1_000_000
 #: The window length that asks for a window per streaming micro-batch
 #: (``--window batch``), wherever a window length is taken.
 MICRO_BATCHES = "batch"
@@ -59,15 +59,15 @@ def summarize(
     origin_ns: int | None = None,
     options: HintOptions | None = None,
     *,
-    batch_rows: int = BATCH_ROWS,
+    chunk_rows: int = CHUNK_ROWS,
     progress: Progress | None = None,
     min_stretch: int = MIN_STRETCH,
 ) -> Summaries:
     """Compute every summary and rebalancing hint of a trace.
 
-    The windows are taken a batch at a time (about ``batch_rows`` trace
+    The windows are taken a batch at a time (about ``chunk_rows`` trace
     rows each): a batch's CP is computed from the rows touching it
-    (:func:`~sparktrail.pag.window_rows.batch_cp`) and reduced to
+    (:func:`~sparktrail.pag.chunk_cp.chunk_cp`) and reduced to
     :class:`~sparktrail.summaries.partials.Partials` before the next, so
     the whole CP table, as long as the trace, is never held at once. The
     result equals that of :func:`summaries_from_cp` on the whole CP table.
@@ -84,7 +84,7 @@ def summarize(
         multiple of ``window_ns``).
     options
         Hint thresholds (default :class:`HintOptions`).
-    batch_rows
+    chunk_rows
         Trace rows (counted in the window they start in) per batch (> 0).
     progress
         Called as ``progress(done, batches)`` after each batch.
@@ -122,8 +122,8 @@ def summarize(
     if origin is None:
         origin = trace_origin(valid.frame, window)
     parts = []
-    for cp, span, done, total in cp_batches(
-        valid.frame, window, origin, batch_rows=batch_rows, min_stretch=min_stretch
+    for cp, span, done, total in cp_chunks(
+        valid.frame, window, origin, chunk_rows=chunk_rows, min_stretch=min_stretch
     ):
         parts.append(Partials.of(cp.drop("start_ns", "end_ns"), span))
         del cp
@@ -138,19 +138,19 @@ def summarize(
     return summaries_from_partials(partials, valid, window, origin_ns, options)
 
 
-def cp_batches(
+def cp_chunks(
     frame: pl.DataFrame,
     window_ns: int,
     origin_ns: int,
     *,
-    batch_rows: int = BATCH_ROWS,
+    chunk_rows: int = CHUNK_ROWS,
     min_stretch: int = MIN_STRETCH,
 ) -> Iterator[tuple[pl.DataFrame, int, int, int]]:
     """The CP rows of a validated trace's windows, a batch of windows at a time.
 
     The one loop of the engines that read a whole trace (:func:`summarize`,
     the trace export): each batch's CP comes from the rows touching it
-    (:func:`~sparktrail.pag.window_rows.batch_cp`), a plain stretch's as
+    (:func:`~sparktrail.pag.chunk_cp.chunk_cp`), a plain stretch's as
     one window of its length (:func:`without_stretches`).
 
     Yields
@@ -162,17 +162,17 @@ def cp_batches(
 
     >>> t = load_trace(pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
     ...     "start_ns": [0], "end_ns": [8], "activity": ["processing"]})).frame
-    >>> [(cp["cp"].to_list(), span) for cp, span, _, _ in cp_batches(t, 4, 0)]
+    >>> [(cp["cp"].to_list(), span) for cp, span, _, _ in cp_chunks(t, 4, 0)]
     [([1.0, 1.0], 1)]
     """
     if (
-        not isinstance(batch_rows, int)
-        or isinstance(batch_rows, bool)
-        or batch_rows < 1
+        not isinstance(chunk_rows, int)
+        or isinstance(chunk_rows, bool)
+        or chunk_rows < 1
     ):
-        raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        raise InputError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     window, origin = window_ns, origin_ns
-    runs = window_batches(frame, window, origin, batch_rows)
+    runs = window_chunks(frame, window, origin, chunk_rows)
     if not runs:
         return
     extent = trace_extent(frame)
@@ -180,18 +180,18 @@ def cp_batches(
         runs, plain_stretches(frame, window, origin, min_stretch), window, origin
     )
     if len(batches) > 1:  # one batch reads the whole trace: nothing to bucket
-        rows_of = batch_candidates(frame, window, origin, batches)
+        rows_of = chunk_candidates(frame, window, origin, batches)
     for done, (ts, te, span) in enumerate(batches, 1):
         # A stretch is one window as long as it (plain_stretches).
         length, start = (te - ts, ts) if span else (window, origin)
         if len(batches) == 1:
-            cp, rows = batch_cp(frame, length, start, ts, te, extent)
+            cp, rows = chunk_cp(frame, length, start, ts, te, extent)
         else:
             # Only the batch's candidate rows are filtered: a scan of the
             # whole trace per batch would make the run quadratic in rows.
             mine = rows_of(done - 1)
             candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
-            cp, rows = batch_cp(
+            cp, rows = chunk_cp(
                 candidates, length, start, ts, te, extent, row_column=_ROW
             )
             del candidates
@@ -202,19 +202,19 @@ def cp_batches(
         yield cp, span or 1, done, len(batches)
 
 
-def window_batches(
-    trace: pl.DataFrame, window_ns: int, origin_ns: int, batch_rows: int
+def window_chunks(
+    trace: pl.DataFrame, window_ns: int, origin_ns: int, chunk_rows: int
 ) -> list[tuple[int, int]]:
-    """Runs of windows ``[ts, te)`` with about ``batch_rows`` rows each.
+    """Runs of windows ``[ts, te)`` with about ``chunk_rows`` rows each.
 
     A row counts in the first window of its
     :func:`~sparktrail.pag.windows.coarse_range` (the earliest window its
     first event may lie in); the runs cover every window from the first
     row's to the one holding the last event, and a window with more rows
-    than ``batch_rows`` is a run of its own.
+    than ``chunk_rows`` is a run of its own.
 
     >>> t = pl.DataFrame({"start_ns": [0, 1, 5, 12], "end_ns": [1, 2, 6, 19]})
-    >>> window_batches(t, 4, 0, 2)
+    >>> window_chunks(t, 4, 0, 2)
     [(0, 4), (4, 20)]
     """
     if trace.is_empty():
@@ -226,7 +226,7 @@ def window_batches(
     k = lo.alias("k")
     counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
     windows = counts["k"].to_numpy()
-    group = (np.cumsum(counts["count"].to_numpy()) - 1) // batch_rows
+    group = (np.cumsum(counts["count"].to_numpy()) - 1) // chunk_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
     end = max(int(windows[-1]), int(trace.select(hi.max()).item())) + 1
     bounds = [*(int(f) for f in firsts), end]
@@ -236,7 +236,7 @@ def window_batches(
     ]
 
 
-class Batch(NamedTuple):
+class Chunk(NamedTuple):
     """Windows ``[ts, te)`` computed together; ``span`` > 0: they are a
     stretch of that many plain windows, computed as one window
     (:func:`~sparktrail.pag.windows.plain_stretches`)."""
@@ -251,23 +251,23 @@ def without_stretches(
     stretches: list[tuple[int, int]],
     window_ns: int,
     origin_ns: int,
-) -> list[Batch]:
+) -> list[Chunk]:
     """``batches`` cut around ``stretches``, each stretch a batch of its own.
 
     The result covers the same windows, in order; the part of a stretch
-    that lies in one batch is a :class:`Batch` with its ``span``.
+    that lies in one batch is a :class:`Chunk` with its ``span``.
 
     >>> for batch in without_stretches([(0, 100)], [(2, 5)], 10, 0):
     ...     print(batch)
-    Batch(ts=0, te=20, span=0)
-    Batch(ts=20, te=60, span=4)
-    Batch(ts=60, te=100, span=0)
+    Chunk(ts=0, te=20, span=0)
+    Chunk(ts=20, te=60, span=4)
+    Chunk(ts=60, te=100, span=0)
     """
     bounds = [
         (origin_ns + a * window_ns, origin_ns + (b + 1) * window_ns)
         for a, b in stretches
     ]
-    cut: list[Batch] = []
+    cut: list[Chunk] = []
     for ts, te in batches:
         at = ts
         for a, b in bounds:
@@ -275,15 +275,15 @@ def without_stretches(
                 continue
             a, b = max(a, at), min(b, te)
             if a > at:
-                cut.append(Batch(at, a))
-            cut.append(Batch(a, b, (b - a) // window_ns))
+                cut.append(Chunk(at, a))
+            cut.append(Chunk(a, b, (b - a) // window_ns))
             at = b
         if at < te:
-            cut.append(Batch(at, te))
+            cut.append(Chunk(at, te))
     return cut
 
 
-def batch_candidates(
+def chunk_candidates(
     trace: pl.DataFrame,
     window_ns: int,
     origin_ns: int,
@@ -295,7 +295,7 @@ def batch_candidates(
     has a window of ``b`` in its
     :func:`~sparktrail.pag.windows.coarse_range`, so the rows whose coarse
     range meets ``b``'s windows are a superset of them (which
-    :func:`~sparktrail.pag.window_rows.batch_cp` filters exactly). The
+    :func:`~sparktrail.pag.chunk_cp.chunk_cp` filters exactly). The
     rows are bucketed by the batch of their first window, once; a row
     whose range reaches later batches is kept aside and added to those.
 
@@ -306,7 +306,7 @@ def batch_candidates(
     window_ns, origin_ns
         The windows.
     batches
-        :func:`window_batches` of the trace, in order.
+        :func:`window_chunks` of the trace, in order.
 
     Returns
     -------
@@ -317,7 +317,7 @@ def batch_candidates(
     Examples
     --------
     >>> t = pl.DataFrame({"start_ns": [0, 1, 5, 12], "end_ns": [1, 9, 6, 19]})
-    >>> rows = batch_candidates(t, 4, 0, [(0, 4), (4, 20)])
+    >>> rows = chunk_candidates(t, 4, 0, [(0, 4), (4, 20)])
     >>> rows(0).tolist(), rows(1).tolist()
     ([0, 1], [1, 2, 3])
     """
@@ -417,7 +417,7 @@ def summarize_micro_batches(
     from its trigger to the next, so its CP says what held that batch back
     (and the wait for the next trigger, when the batch was done early).
     Each window's CP is computed from the rows touching it
-    (:func:`~sparktrail.pag.window_rows.batch_cp`, as a window of its own
+    (:func:`~sparktrail.pag.chunk_cp.chunk_cp`, as a window of its own
     length) and the partials are combined as :func:`summarize` does, so
     whole-run shares are the mean over the batches with paths.
 
@@ -453,7 +453,7 @@ def summarize_micro_batches(
     windows = list(itertools.pairwise(bounds))
     parts = []
     for done, (ts, te) in enumerate(windows, 1):
-        cp, rows = batch_cp(frame, te - ts, ts, ts, te, extent)
+        cp, rows = chunk_cp(frame, te - ts, ts, ts, te, extent)
         cp = to_trace_rows(cp, rows)
         parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
         if progress is not None:

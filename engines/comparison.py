@@ -35,7 +35,8 @@ Definitions
   ``scheduling_bound``), speculation is on (``straggler_task``), the
   ``driver`` activity's critical time fell (``driver_bound``), or the
   operator's longest task over its median fell (``hotspot``,
-  ``skew_unsplittable``, ``moving_hotspot``). Its **measured saving** is the
+  ``skew_unsplittable``, ``moving_hotspot``, and ``straggler_task``, whose
+  fix may be in the slow partition's own work). Its **measured saving** is the
   matched operator's critical seconds before − after (the ``driver``
   activity's for ``driver_bound``; the wall-time delta for a hint that
   names no operator), judged by :func:`verdict_of`.
@@ -61,7 +62,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext, local_cores
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_TOTAL, HAS_PATHS
 
 from .profiler import Profile
@@ -656,7 +657,7 @@ def applied_by(
         old_s, new_s = _activity_s(before, "driver"), _activity_s(after, "driver")
         if new_s < old_s - max(NOISE_S, NOISE_SHARE * old_s):
             return f"driver critical time {old_s:.1f} s → {new_s:.1f} s"
-    if kind in SKEW_KINDS:
+    if kind in SKEW_KINDS or kind == "straggler_task":
         stage_id = hint.get("stage_id")
         old_rows = before.summaries.stages.filter(pl.col("stage_id") == stage_id)
         if old_rows.is_empty():

@@ -122,6 +122,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
+from sparktrail.pag.chunk_cp import cp_of_touching, touching_rows
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.streams import StreamBatch
@@ -132,7 +133,6 @@ from sparktrail.pag.trace import (
     read_trace,
     trace_file_names,
 )
-from sparktrail.pag.window_rows import cp_of_touching, touching_rows
 from sparktrail.pag.windows import (
     first_event,
     last_event,
@@ -240,7 +240,7 @@ class _Buckets:
     the whole buffer for each of them took time quadratic in the backlog.
     :meth:`around` gives a superset of the rows touching a window (those
     whose first and last events lie in windows around it), in buffer order,
-    which :func:`~sparktrail.pag.window_rows.batch_cp` then filters exactly.
+    which :func:`~sparktrail.pag.chunk_cp.chunk_cp` then filters exactly.
     Only row numbers are bucketed: a window's rows are gathered when it is
     closed (cutting copies of every column took 55 ms for 8 windows of
     30,000 rows, a third of the poll's time outside the windows' own work).
@@ -785,7 +785,7 @@ class OnlinePipeline(PipelineCounters):
 
     def _window_cp(self, near: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
         """The window's CP rows from the trace rows touching it
-        (:func:`~sparktrail.pag.window_rows.touching_rows`). Run on the
+        (:func:`~sparktrail.pag.chunk_cp.touching_rows`). Run on the
         helper thread: it reads the pipeline's state and changes none of it.
 
         Raises

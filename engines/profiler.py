@@ -36,9 +36,9 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.pag.trace import Trace, TraceLike, load_trace, validate_trace
-from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS
@@ -212,7 +212,7 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
     """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
 
     Only the rows that touch the window go into the computation
-    (:func:`~sparktrail.pag.window_rows.batch_cp` of the one window, the
+    (:func:`~sparktrail.pag.chunk_cp.chunk_cp` of the one window, the
     pag rules' own path), so this costs one window, not the whole trace.
     A listed window of the trace gets the same CP as in
     :func:`~sparktrail.pag.critical_participation` over the whole trace;
@@ -231,7 +231,7 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
         return critical_participation(frame, end_ns - start_ns, start_ns)
     # The window is window 0 of windows from start_ns: an instant on
     # start_ns lies in it (as it does in the trace's own windows).
-    cp, rows = batch_cp(
+    cp, rows = chunk_cp(
         frame, end_ns - start_ns, start_ns, start_ns, end_ns, trace_extent(frame)
     )
     return to_trace_rows(cp, rows)

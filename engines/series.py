@@ -39,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag.tables import WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_START_NS
 
 from .comparison import (
     NS,

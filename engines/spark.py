@@ -11,7 +11,7 @@ part, cutting the trace into windows and counting their paths, over Spark:
    :func:`~sparktrail.pag.windows.coarse_range` (floor divisions of its
    event times in int64), and explodes it: one row per (trace row, window).
 3. ``groupBy("window").applyInArrow`` hands each window those rows, and
-   :func:`~sparktrail.pag.window_rows.batch_cp` of that one window, the
+   :func:`~sparktrail.pag.chunk_cp.chunk_cp` of that one window, the
    polars path the other engines take, keeps the rows the pag rules put in
    it (:mod:`~sparktrail.pag.windows`), clips them, and runs the numba
    kernel with ``extent_ns`` set to the whole trace's first and last event:
@@ -61,9 +61,9 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
+from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
 from sparktrail.pag.participation import check_window
-from sparktrail.pag.snapshot import trace_origin
-from sparktrail.pag.tables import (
+from sparktrail.pag.schemas import (
     CP,
     CP_TABLE,
     EDGE_INDEX,
@@ -77,10 +77,11 @@ from sparktrail.pag.tables import (
     check_frame,
     spark_ddl,
 )
+from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.trace import Trace, TraceLike, load_trace
-from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import to_trace_rows
-from sparktrail.summaries import EXECUTOR_PATTERN, path_windows
+from sparktrail.pag.workers import EXECUTOR_PATTERN
+from sparktrail.summaries import path_windows
 from sparktrail.summaries.communication import read_partial_of_sums
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS
@@ -224,7 +225,7 @@ def _window_cp(
 ) -> pa.Table:
     """CP of one window from the trace rows that may touch it (runs on executors).
 
-    :func:`~sparktrail.pag.window_rows.batch_cp` of the one window keeps the
+    :func:`~sparktrail.pag.chunk_cp.chunk_cp` of the one window keeps the
     rows that lie in it, clips them and computes its CP with the trace's
     origin (so a window that no row anchors gets no rows, as in the whole
     trace). Returns the window's CP rows with ``edge_index`` the row of the
@@ -235,7 +236,7 @@ def _window_cp(
     assert isinstance(rows, pl.DataFrame)
     ts = origin_ns + k * window_ns
     rows = rows.drop("window").sort("edge_index")
-    cp, near = batch_cp(
+    cp, near = chunk_cp(
         rows,
         window_ns,
         origin_ns,
@@ -387,7 +388,7 @@ def cp_spark(
     return cp
 
 
-#: Spark SQL for the columns :func:`~sparktrail.summaries._table.charge` adds.
+#: Spark SQL for the columns :func:`~sparktrail.summaries.charge.charge` adds.
 _CHARGE = {
     "is_local": "src_worker = dst_worker",
     "worker": "CASE WHEN src_worker = dst_worker THEN src_worker ELSE dst_worker END",

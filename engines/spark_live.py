@@ -24,7 +24,7 @@ frames), but runs the reading, the per-window CP and its sums on Spark:
    exploded over their coarse window range
    (:func:`~sparktrail.pag.windows.coarse_range`, in SQL), and
    ``groupBy(window).applyInArrow`` runs
-   :func:`~sparktrail.pag.window_rows.batch_cp` of each window, the polars
+   :func:`~sparktrail.pag.chunk_cp.chunk_cp` of each window, the polars
    engine's own call (origin the window's start, ``extent_ns`` the first
    and latest event seen), on the executors.
 4. Spark SQL sums the CP rows per window to the
@@ -102,9 +102,10 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError, critical_participation
+from sparktrail.pag.chunk_cp import chunk_cp
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
-from sparktrail.pag.tables import (
+from sparktrail.pag.schemas import (
     CP_TABLE,
     EDGE_INDEX,
     KERNEL_COLUMNS,
@@ -122,7 +123,6 @@ from sparktrail.pag.trace import (
     empty_trace,
     read_context,
 )
-from sparktrail.pag.window_rows import batch_cp
 from sparktrail.pag.windows import (
     TRACE_ROW,
     first_event,
@@ -216,7 +216,7 @@ def _window_cp(
 
     Runs on the executors. The polars engine's close of one window: the
     window is closed only when a row anchors it (``listed_windows``), and
-    :func:`~sparktrail.pag.window_rows.batch_cp` with the window's start as
+    :func:`~sparktrail.pag.chunk_cp.chunk_cp` with the window's start as
     origin. ``edge_index`` is the trace row (``_row``). A window whose PAG
     has a cycle gives one row naming the error in ``_failed``.
     """
@@ -229,7 +229,7 @@ def _window_cp(
     if not listed_windows(rows, window_ns, ts, te):
         return empty.to_arrow().cast(arrow_schema(_RESULT))
     try:
-        cp, near = batch_cp(rows, window_ns, ts, ts, te, extent_ns, row_column=ROW)
+        cp, near = chunk_cp(rows, window_ns, ts, ts, te, extent_ns, row_column=ROW)
     except CycleError as err:
         failed = pl.DataFrame(
             {WINDOW_START_NS: [ts], FAILED: [str(err)]},

@@ -25,8 +25,7 @@ import numpy as np
 import polars as pl
 
 from .kernel import KernelResult, count_paths
-from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
-from .tables import (
+from .schemas import (
     CP,
     CP_TABLE,
     EDGE_INDEX,
@@ -37,6 +36,7 @@ from .tables import (
     WINDOW_START_NS,
     check_frame,
 )
+from .snapshot import Snapshots, SnapshotWarning, build_snapshots, trace_origin
 from .trace import Trace, TraceLike, load_trace
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def _piece_windows(snaps: Snapshots) -> np.ndarray:
 def _cp_frame(
     trace: pl.DataFrame, snaps: Snapshots, result: KernelResult
 ) -> pl.DataFrame:
-    """The CP table (:data:`~sparktrail.pag.tables.CP_TABLE`): computed
+    """The CP table (:data:`~sparktrail.pag.schemas.CP_TABLE`): computed
     columns from the snapshots and the kernel, the others copied from the
     trace row of each piece."""
     ts = _piece_windows(snaps)

@@ -41,7 +41,7 @@ import pyarrow.ipc as ipc
 from sparktrail.errors import InputError
 
 from .context import CONTEXT_KEY, AppContext, ContextError
-from .tables import REQUIRED_COLUMNS, TRACE
+from .schemas import REQUIRED_COLUMNS, TRACE
 
 __all__ = [
     "ACTIVITIES",
@@ -86,7 +86,7 @@ COMMUNICATION_ACTIVITIES = ("control", "data")
 ACTIVITIES = LOCAL_ACTIVITIES + COMMUNICATION_ACTIVITIES
 
 #: Column name -> polars dtype, in file order: the trace schema of
-#: :mod:`~sparktrail.pag.tables` (``REQUIRED_COLUMNS`` must be present).
+#: :mod:`~sparktrail.pag.schemas` (``REQUIRED_COLUMNS`` must be present).
 TRACE_COLUMNS = TRACE
 NOT_NULL_COLUMNS = REQUIRED_COLUMNS
 _DEFAULT_ZERO = ("src_seq", "dst_seq")

@@ -19,6 +19,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import write_trace_batches
+from sparktrail.pag.workers import worker_name
 
 __all__ = [
     "ACTIVITY_CYCLE",
@@ -172,7 +173,7 @@ class _Draws:
         trace) of stage 1's operator, as :func:`profile_trace` has them.
         """
         workers = self.workers
-        names = np.array([f"exec-{i // 4}/{i % 4}" for i in range(workers)])
+        names = np.array([worker_name(i // 4, i % 4) for i in range(workers)])
         w = np.arange(workers)
         barrier = self.barrier[a:b]
         round_start = np.concatenate([[0], self.barrier[:-1]])[a:b]
@@ -253,7 +254,7 @@ def window_cp_rows(
     starts = np.sort(rng.integers(0, window_ns, size=(workers, per)), axis=1)
     starts[:, 0] = 0
     ends = np.concatenate([starts[:, 1:], np.full((workers, 1), window_ns)], axis=1)
-    names = np.array([f"exec-{i // 4}/{i % 4}" for i in range(workers)])
+    names = np.array([worker_name(i // 4, i % 4) for i in range(workers)])
     worker = np.repeat(names, per)
     cp = np.where(rng.random(n) < 0.002, rng.random(n), 0.0)
     activity = np.where(rng.random(n) < 0.8, "processing", "scheduling")
@@ -297,7 +298,7 @@ def driver_gap_trace(gap_s: int) -> pl.DataFrame:
                 ("driver", "driver", start, start + _S // 10, "scheduling", None)
             )
             for slot in range(slots):
-                worker = f"exec-1/{slot}"
+                worker = worker_name(1, slot)
                 end = start + (_S if slot == 0 else _S // 2)
                 rows.append(
                     (

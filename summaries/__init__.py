@@ -11,22 +11,19 @@ Whole-run numbers are sums of per-window CP divided by the number of
 windows that have a path, so shares sum to 1 over a run with paths.
 """
 
-from ._table import (
-    EXECUTOR_PATTERN,
-    enrich,
-    executor_of,
-    n_path_windows,
-    path_windows,
-    task_facts,
-)
+from sparktrail.pag.workers import EXECUTOR_PATTERN, executor_of
+
 from .activity import activity_summary
+from .charge import enrich
 from .communication import SHUFFLE_NOTE, communication_summary, shuffle_sources
 from .finish import summaries_from_cp, summaries_from_partials, warn_pathless
 from .hints import HINT_SCHEMA, RULES, Context, Hint, rebalancing_hints
 from .operator import operator_summary, stage_name
 from .partials import Partials, window_stats
 from .result import HintOptions, Summaries
+from .run_shares import n_path_windows, path_windows
 from .straggler import executor_summary, straggler_summary
+from .task_table import task_facts
 
 __all__ = [
     "EXECUTOR_PATTERN",

@@ -12,13 +12,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from ._table import (
-    WINDOW,
-    Frame,
-    path_windows,
-    whole_run,
-    with_paths,
-)
+from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
 
 __all__ = ["activity_from_partial", "activity_partial", "activity_summary"]
 

@@ -20,15 +20,9 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.pag.workers import executor_of, executor_of_column
 
-from ._table import (
-    WINDOW,
-    Frame,
-    executor_of,
-    executor_of_column,
-    path_windows,
-    whole_run,
-)
+from .run_shares import WINDOW, Frame, path_windows, whole_run
 
 __all__ = [
     "SHUFFLE_NOTE",

@@ -15,15 +15,16 @@ from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import Trace, load_trace
 from sparktrail.whatif import Replay
 
-from ._table import n_path_windows, task_facts
 from .activity import activity_from_partial
 from .communication import communication_from_partial
 from .hints import Context, rebalancing_hints, task_shares
 from .operator import operators_and_stages
 from .partials import Partials
 from .result import HintOptions, Summaries
+from .run_shares import n_path_windows
 from .stage_stats import executor_stats, stage_stats
 from .straggler import executor_from_partial, straggler_from_partial
+from .task_table import task_facts
 
 __all__ = ["summaries_from_cp", "summaries_from_partials", "warn_pathless"]
 

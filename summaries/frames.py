@@ -1,7 +1,7 @@
 """The tables the summaries stage owns: every frame of a ``Summaries``.
 
 Each schema is a mapping ``column -> polars dtype`` in column order (see
-:mod:`sparktrail.pag.tables`). :data:`SUMMARY_SCHEMAS` names them by the
+:mod:`sparktrail.pag.schemas`). :data:`SUMMARY_SCHEMAS` names them by the
 :class:`~sparktrail.summaries.Summaries` field that holds them, in the
 order ``sparktrail profile`` writes them; :func:`check_summary_frames`
 checks a set of frames against them where summaries are built
@@ -10,7 +10,7 @@ checks a set of frames against them where summaries are built
 
 Column names that the engines, the dashboard and the CLI read from these
 frames are constants here (:data:`CP_SHARE`, ...); the window bounds are
-the CP table's (:data:`~sparktrail.pag.tables.WINDOW_START_NS`).
+the CP table's (:data:`~sparktrail.pag.schemas.WINDOW_START_NS`).
 
 Assumptions
 -----------
@@ -30,10 +30,10 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from sparktrail.pag.tables import (
+from sparktrail.pag.schemas import (
     ACTIVITY as ACTIVITY_COLUMN,
 )
-from sparktrail.pag.tables import (
+from sparktrail.pag.schemas import (
     WINDOW_END_NS,
     WINDOW_START_NS,
     Schema,

@@ -23,14 +23,8 @@ import polars as pl
 from sparktrail.pag.query_engine import collect, collect_all
 from sparktrail.pag.trace import Trace
 
-from ._table import (
-    WINDOW,
-    Frame,
-    path_windows,
-    task_facts,
-    whole_run,
-    with_paths,
-)
+from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
+from .task_table import task_facts
 
 __all__ = [
     "operator_from_partial",

@@ -24,10 +24,12 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect_all
 
-from ._table import SPAN, WINDOW, Frame, charge, path_windows
 from .activity import activity_partial
+from .charge import charge
 from .communication import channel_partial_of_sums
+from .frames import SPAN
 from .operator import operator_partial
+from .run_shares import WINDOW, Frame, path_windows
 from .straggler import worker_partial
 
 __all__ = [

@@ -36,7 +36,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import write_small_parquets
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 
 from .bundle import read_bundle, write_bundle
 from .frames import (

@@ -21,7 +21,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from ._table import WINDOW, Frame, path_windows, whole_run
+from .run_shares import WINDOW, Frame, path_windows, whole_run
 
 __all__ = [
     "executor_from_partial",

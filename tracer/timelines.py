@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparktrail.pag.context import AppContext, local_cores
+from sparktrail.pag.workers import worker_name
 
 from .app_records import JobRecord, StageRecord, TaskRecord
 from .fields import INF, MS
@@ -114,16 +115,16 @@ def assign_slots(
             if cap is None or len(busy) < cap:
                 slot = len(busy)
                 busy.append(0)
-                placed[f"exec-{ex}/{slot}"] = []
+                placed[worker_name(ex, slot)] = []
             else:
                 slot = min(range(len(busy)), key=busy.__getitem__)
-                previous = placed[f"exec-{ex}/{slot}"][-1]
+                previous = placed[worker_name(ex, slot)][-1]
                 previous[2] = busy[slot] - launch
                 previous[1] = launch
         finish = task.finish_ms if task.finish_ms is not None else None
         end = (end_ms * MS if final else INF) if finish is None else finish * MS
         busy[slot] = end
-        placed[f"exec-{ex}/{slot}"].append([task, end, 0])
+        placed[worker_name(ex, slot)].append([task, end, 0])
     out: Slots = {}
     for worker, items in placed.items():
         out[worker] = [(t, e, c) for t, e, c in items]

@@ -86,7 +86,9 @@ def _error(replay: Replay, wall_ns: int) -> float:
     return wall_ns / traced - 1.0 if traced > 0 else 0.0
 
 
-def predict(trace: TraceLike | Replay, change: Change) -> Prediction:
+def predict(
+    trace: TraceLike | Replay, change: Change, *, lags: bool = True
+) -> Prediction:
     """Predict the run's wall time (and its stage's) after ``change``.
 
     Parameters
@@ -95,6 +97,10 @@ def predict(trace: TraceLike | Replay, change: Change) -> Prediction:
         A trace (or a :class:`Replay` already built, to ask many changes).
     change
         One of :mod:`~sparktrail.whatif.changes`.
+    lags
+        ``False``: the same replay with every launch lag zeroed, before and
+        after the change (sparklens' model: a task launches as soon as a
+        slot frees); its ``replay_error`` is then the no-lag replay's.
 
     Raises
     ------
@@ -103,8 +109,8 @@ def predict(trace: TraceLike | Replay, change: Change) -> Prediction:
         trace does not hold.
     """
     replay = _replay(trace)
-    before = replay.run()
-    after = replay.run(change)
+    before = replay.run(lags=lags)
+    after = replay.run(change, lags=lags)
     stage = _stage_of(replay, change)
     return Prediction(
         traced_wall_ns=replay.traced_wall_ns,

@@ -89,9 +89,9 @@ class Executors:
 class StagePartitions:
     """Run stage ``stage_id`` as ``n`` equal tasks.
 
-    The stage's task time, less a fixed per-task overhead (the stage's
-    median scheduling + deserialization time), is divided into ``n`` equal
-    parts; each new task takes one part plus the overhead.
+    The stage's task time, less each task's own fixed overhead (its
+    scheduling + deserialization time), is divided into ``n`` equal parts;
+    each new task takes one part plus the stage's median overhead.
     """
 
     stage_id: int

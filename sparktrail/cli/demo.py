@@ -122,7 +122,7 @@ def _stop_on_interrupt(stop: threading.Event) -> Any:
 def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> None:
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
     from sparktrail.dashboard.app import create_app, serve
-    from sparktrail.dashboard.snapshots import UpdateThread
+    from sparktrail.dashboard.live_view import UpdateThread
     from sparktrail.workloads import (
         moving_hotspot,
         streaming_join,

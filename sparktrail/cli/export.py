@@ -41,8 +41,8 @@ from sparktrail.dashboard.trace_export import (
 )
 from sparktrail.engines.profiler import META_FILE, SUMMARIES_DIR, Profile
 from sparktrail.errors import InputError
+from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.trace import Trace
-from sparktrail.pag.window_rows import trace_extent
 
 from ._units import parse_duration_ns
 from .profile import load_input

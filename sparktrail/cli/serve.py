@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from sparktrail.dashboard.app import create_app, serve
-from sparktrail.dashboard.snapshots import (
+from sparktrail.dashboard.live_view import (
     LiveLoader,
-    SnapshotSource,
     StaticSource,
     UpdateThread,
+    ViewSource,
     load_report,
 )
 from sparktrail.engines.online import OnlinePipeline
@@ -69,7 +69,7 @@ def live_loader(
     """The dashboard's loader of the online pipeline this command runs on
     ``trace_dir`` (the dashboard only reads; the pipeline is opened here).
 
-    ``options`` go to :class:`~sparktrail.dashboard.snapshots.LiveLoader`.
+    ``options`` go to :class:`~sparktrail.dashboard.live_view.LiveLoader`.
     """
     pipeline = functools.partial(OnlinePipeline, trace_dir, window_ns, lateness_ns)
     return LiveLoader(pipeline, trace_dir, lateness_ns, **options)
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare is not None:
         return _serve_comparison(args)
     thread: UpdateThread | None = None
-    source: SnapshotSource
+    source: ViewSource
     if args.report is not None:
         source = StaticSource(load_report(args.report))
     else:

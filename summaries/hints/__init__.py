@@ -13,10 +13,11 @@ from collections.abc import Callable
 
 import polars as pl
 
-from ._common import HINT_SCHEMA, Context, Hint, hint_frame, severity, task_shares
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .failures import failures
+from .hint import HINT_SCHEMA, Hint, hint_frame, severity
+from .inputs import Context, task_shares
 from .memory_pressure import gc_bound, spill
 from .over_time import moving_hotspot, state_skew
 from .parallelism import parallelism

@@ -31,9 +31,11 @@ import polars as pl
 
 from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
-from ._common import Context, Hint, fmt_s, severity
+from .hint import Hint, severity
+from .inputs import Context
 from .partitions import over_partitioned_stages
 from .platform import interactive_signs
+from .wording import fmt_s
 
 __all__ = ["driver_bound", "scheduling_bound", "shuffle_bound"]
 

@@ -40,8 +40,9 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext
 
-from ._common import Context, fmt_s, settings_text
+from .inputs import Context
 from .platform import spark_at_least
+from .wording import fmt_s, settings_text
 
 __all__ = [
     "DEFAULT_STARTUP_NS",

@@ -49,7 +49,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ._common import Context, Hint, fmt_s, severity
 from .capacity import (
     PROPOSED_TIMEOUT_NS,
     busy_rows,
@@ -62,7 +61,10 @@ from .capacity import (
     replay_idle_timeout,
     startup_ns,
 )
+from .hint import Hint, severity
+from .inputs import Context
 from .platform import cluster_manager, interactive_signs
+from .wording import fmt_s
 
 __all__ = ["idle_capacity", "straggler_executor"]
 

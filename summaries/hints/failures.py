@@ -54,10 +54,12 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext, ExecutorLife, Failure
 
-from ._common import Context, Hint, saving_severity, settings_text
 from .capacity import duration_ns
+from .hint import Hint, saving_severity
+from .inputs import Context
 from .memory_pressure import memory_of
 from .platform import spark_at_least
+from .wording import settings_text
 
 __all__ = ["exit_code", "exit_meaning", "failures", "is_oom"]
 

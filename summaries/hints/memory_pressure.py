@@ -50,7 +50,8 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from ._common import Context, Hint, severity
+from .hint import Hint, severity
+from .inputs import Context
 from .platform import aqe_enabled
 
 __all__ = ["gc_bound", "spill"]

@@ -42,8 +42,10 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SplitPartition
 
-from ._common import Context, Hint, fmt_s, severity
+from .hint import Hint, severity
+from .inputs import Context
 from .stream_progress import after_first, falling_behind, first_batch_ids
+from .wording import fmt_s
 
 __all__ = [
     "behind_cause",

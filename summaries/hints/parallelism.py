@@ -62,7 +62,9 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import StagePartitions
 
-from ._common import Context, Hint, fmt_s, severity
+from .hint import Hint, severity
+from .inputs import Context
+from .wording import fmt_s
 
 __all__ = [
     "NEGLIGIBLE_PRICE",
@@ -299,8 +301,10 @@ def _priced(
             found = None
         if found is not None:
             saving = max(0.0, float(found.saving_ns))
+            no_lag = predict(ctx.replay, change, lags=False)
             evidence |= {
                 "replayed_saving_ns": saving,
+                "replayed_saving_no_lag_ns": max(0.0, float(no_lag.saving_ns)),
                 "replay_error": found.replay_error,
                 "replayed_stage_ns": found.stage_before_ns,
                 "predicted_stage_ns_after": found.stage_after_ns,

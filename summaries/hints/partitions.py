@@ -36,7 +36,9 @@ import polars as pl
 
 from sparktrail.whatif.changes import StagePartitions
 
-from ._common import Context, Hint, fmt_s, severity
+from .hint import Hint, severity
+from .inputs import Context
+from .wording import fmt_s
 
 __all__ = ["FIXED_ACTIVITIES", "over_partitioned", "over_partitioned_stages"]
 

@@ -23,7 +23,8 @@ from dataclasses import replace
 from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
-from ._common import Context, Hint, saving_severity
+from .hint import Hint, saving_severity
+from .inputs import Context
 from .over_time import (
     behind_cause,
     first_batch_stages,
@@ -68,6 +69,7 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
     changes = hint.change if isinstance(hint.change, tuple) else (hint.change,)
     try:
         predictions = [predict(ctx.replay, change) for change in changes]
+        no_lag = [predict(ctx.replay, change, lags=False) for change in changes]
     except InputError:
         return hint  # a change the replay cannot make: the estimate stands
     saving = float(sum(max(0, p.saving_ns) for p in predictions))
@@ -75,6 +77,8 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
         "estimated_saving_ns": hint.predicted_saving_ns,
         "replayed_saving_ns": saving,
         "replay_error": predictions[0].replay_error,
+        # the same replay with no launch lags (sparklens' model), beside it
+        "replayed_saving_no_lag_ns": float(sum(max(0, p.saving_ns) for p in no_lag)),
     }
     first = predictions[0]
     if first.stage_before_ns is not None and first.stage_after_ns is not None:

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from sparktrail.pag.streams import StreamBatch
 
 from ..result import HintOptions
-from ._common import Context, Hint, saving_severity
+from .hint import Hint, saving_severity
+from .inputs import Context
 
 __all__ = [
     "Behind",

@@ -23,7 +23,10 @@ CP share (``task_min_share``) is compared with the stage's medians:
   is below its slowdown: a copy launched at ``multiplier x median`` that
   takes a median time ends at ``(multiplier + 1) x median``; the quantile
   must let the check start while only the straggler runs,
-  ``quantile <= (n - 1) / n``. Not flagged: killed speculative copies (the
+  ``quantile <= (n - 1) / n``. Where no copy can help (a local master, or
+  another attempt of the partition as slow) the saving is replayed with the
+  partition at the stage's median time (the fix is in its own work). Not
+  flagged: killed speculative copies (the
   original won), and the executors' first waves in their first stage when
   two or more of those tasks are slow (they carry the executor's and the Python
   workers' start-up, not their partitions' work).
@@ -40,8 +43,10 @@ from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
 from ..operator import stage_name
-from ._common import Context, Hint, fmt_s, severity
+from .hint import Hint, severity
+from .inputs import Context
 from .platform import aqe_enabled, can_speculate
+from .wording import fmt_s
 
 __all__ = ["task_hints"]
 
@@ -313,6 +318,9 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
             predicted_saving_ns=min(
                 critical_ns, max(0.0, task["duration_ns"] - task["median_ns"])
             ),
+            # Replayed: the partition made as fast as the stage's median task
+            # (a copy of median time launched with it, delay 0).
+            change=SpeculateTask(task["task_id"], 0),
         )
     action = (
         f"{took}: {_speculation(ctx, task, ratio)} (a copy would "

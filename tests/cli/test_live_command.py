@@ -10,7 +10,7 @@ import pytest
 
 from sparktrail.cli import main
 from sparktrail.dashboard.app import GRAPHS, page_figures
-from sparktrail.dashboard.snapshots import LATEST, load_report
+from sparktrail.dashboard.live_view import LATEST, load_report
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
 from sparktrail.summaries import Summaries

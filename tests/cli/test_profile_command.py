@@ -346,7 +346,7 @@ def test_terminal_summary_starts_with_the_header_and_the_verdict(
 
 
 def test_window_batch_cuts_a_streaming_log_at_its_micro_batches(tmp_path: Path) -> None:
-    from sparktrail.dashboard.snapshots import load_report
+    from sparktrail.dashboard.live_view import load_report
 
     log = KAFKA_STREAMING_LOG
     if not log.exists():

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sparktrail.dashboard.snapshots import Snapshot, WindowView, closed_label
+from sparktrail.dashboard.live_view import ViewState, WindowView, closed_label
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore
 from sparktrail.pag import write_trace
@@ -21,7 +21,7 @@ T0 = 1_700_000_000 * S
 
 
 @pytest.fixture(scope="session")
-def many_windows(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
+def many_windows(tmp_path_factory: pytest.TempPathFactory) -> ViewState:
     """10,000 one-second windows as a live snapshot (frames held in memory).
 
     The online pipeline closes a few real windows of a small trace; window
@@ -56,7 +56,7 @@ def many_windows(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
         .sort("window_start_ns", "activity")
         .select(columns)
     )
-    return Snapshot(
+    return ViewState(
         source=f"{MANY:,} synthetic windows",
         status=f"{MANY:,} windows closed",
         windows=tuple(views),

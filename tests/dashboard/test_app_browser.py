@@ -18,7 +18,7 @@ import pytest
 
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import GRAPHS, create_app
-from sparktrail.dashboard.snapshots import UpdateThread, closed_label
+from sparktrail.dashboard.live_view import UpdateThread, closed_label
 from sparktrail.pag import write_trace
 from tests.dashboard.browser_support import (
     GRAPH_DATA,

@@ -16,7 +16,7 @@ from sparktrail.cli import main
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import figures
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import (
+from sparktrail.dashboard.live_view import (
     StaticSource,
     UpdateThread,
     load_report,
@@ -140,7 +140,7 @@ def test_serve_report_titles_its_window_and_counts_its_windows(
         title = wait(browser, lambda d: d.execute_script(TIMELINE_TITLE))
         counters = browser.find_element(By.ID, "counters").text
     # THEN the timeline names the window it draws, not the whole run
-    from sparktrail.dashboard.snapshots import closed_label
+    from sparktrail.dashboard.live_view import closed_label
 
     start, end = int(cp["window_start_ns"][0]), int(cp["window_end_ns"][0])
     assert closed_label(start, end) in title

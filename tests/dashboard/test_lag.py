@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 from sparktrail.cli.serve import live_loader
-from sparktrail.dashboard import snapshots
+from sparktrail.dashboard import live_view
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import StaticSource, lag_ns, lag_text
+from sparktrail.dashboard.live_view import StaticSource, lag_ns, lag_text
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 
@@ -91,7 +91,7 @@ def test_an_idle_trace_is_not_behind(
 ) -> None:
     # GIVEN a loader that read a trace, and no rows since (idle at once)
     _live_trace(tmp_path, 5_000_000_000)
-    monkeypatch.setattr(snapshots, "IDLE_AFTER_S", 0.0)
+    monkeypatch.setattr(live_view, "IDLE_AFTER_S", 0.0)
     loader = live_loader(tmp_path, WINDOW_NS, LATENESS_NS)
     loader.step()
     time.sleep(0.01)

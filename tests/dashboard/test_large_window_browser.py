@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import (
-    Snapshot,
+from sparktrail.dashboard.live_view import (
     StaticSource,
+    ViewState,
     WindowView,
     closed_label,
 )
@@ -41,7 +41,7 @@ def test_a_million_edge_window_draws_its_critical_bars_and_merges_the_rest(
     rows = window_cp_rows(EDGES, workers=64, window_ns=S)
     summaries = summarize(barrier_trace(600, workers=4), S)
     view = WindowView.held(0, S, closed_label(0, S), summaries, rows)
-    snapshot = Snapshot(
+    snapshot = ViewState(
         source="synthetic",
         status="one window",
         windows=(view,),

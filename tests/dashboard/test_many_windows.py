@@ -26,10 +26,10 @@ from sparktrail.dashboard.app import (
     page_figures,
     picker_options,
 )
-from sparktrail.dashboard.snapshots import (
+from sparktrail.dashboard.live_view import (
     LATEST,
-    Snapshot,
     StaticSource,
+    ViewState,
 )
 from sparktrail.dashboard.whole_run import WHOLE_RUN
 from sparktrail.engines.online import OnlinePipeline
@@ -40,7 +40,7 @@ from sparktrail.synthetic import barrier_trace
 WINDOW_NS = 500_000
 
 
-def test_windows_are_found_by_key(many_windows: Snapshot) -> None:
+def test_windows_are_found_by_key(many_windows: ViewState) -> None:
     windows = many_windows.windows
     for view in windows[::997]:
         assert many_windows.window(view.key) is view
@@ -49,7 +49,7 @@ def test_windows_are_found_by_key(many_windows: Snapshot) -> None:
 
 
 def test_the_picker_lists_the_newest_windows_and_finds_older_ones(
-    many_windows: Snapshot,
+    many_windows: ViewState,
 ) -> None:
     windows = many_windows.windows
     # GIVEN 10,000 windows WHEN the picker opens without a search
@@ -75,7 +75,7 @@ def test_the_picker_lists_the_newest_windows_and_finds_older_ones(
     assert picker_options(many_windows, "../../etc/passwd") == options[:1]
 
 
-def test_the_over_time_chart_merges_runs_of_windows(many_windows: Snapshot) -> None:
+def test_the_over_time_chart_merges_runs_of_windows(many_windows: ViewState) -> None:
     rows = many_windows.activity_by_window
     # WHEN 10,000 windows are merged into bars
     bars = coarsen_activity(rows, MAX_BARS)
@@ -99,7 +99,7 @@ def test_the_over_time_chart_merges_runs_of_windows(many_windows: Snapshot) -> N
     assert "windows per bar" in chart.layout.title.text
 
 
-def test_few_windows_are_not_merged(many_windows: Snapshot) -> None:
+def test_few_windows_are_not_merged(many_windows: ViewState) -> None:
     rows = many_windows.activity_by_window.head(50)
     assert coarsen_activity(rows, MAX_BARS).equals(rows)
 
@@ -138,7 +138,7 @@ REFRESH = (
 DRAW = ".." + "...".join(f"{key}.figure" for key in GRAPHS) + ".."
 
 
-def test_callbacks_send_little_with_many_windows(many_windows: Snapshot) -> None:
+def test_callbacks_send_little_with_many_windows(many_windows: ViewState) -> None:
     # GIVEN the app on 10,000 windows, over its real callback route
     app = create_app(StaticSource(many_windows))
     client = app.server.test_client()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
-from sparktrail.dashboard.snapshots import Snapshot, StaticSource
+from sparktrail.dashboard.live_view import StaticSource, ViewState
 from tests.dashboard.browser_support import (
     GRAPH_DATA,
     TIMELINE_TITLE,
@@ -40,7 +40,7 @@ return gd && gd.data && gd.data.length
 
 
 @pytest.fixture
-def url(many_windows: Snapshot) -> Iterator[str]:
+def url(many_windows: ViewState) -> Iterator[str]:
     with served(create_app(StaticSource(many_windows))) as port:
         yield f"http://127.0.0.1:{port}/"
 
@@ -50,7 +50,7 @@ def wait(driver: Any, condition: Any) -> Any:
 
 
 def test_ten_thousand_windows_load_and_an_old_one_is_found_and_shown(
-    url: str, browser: Any, many_windows: Snapshot
+    url: str, browser: Any, many_windows: ViewState
 ) -> None:
     from selenium.webdriver.common.by import By
 

@@ -27,13 +27,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.metrics import NO_OPERATOR, OTHER, TOP
-from sparktrail.dashboard.snapshots import (
-    Snapshot,
+from sparktrail.dashboard.live_view import (
     StaticSource,
+    ViewState,
     WindowView,
     load_report,
 )
+from sparktrail.dashboard.metrics import NO_OPERATOR, OTHER, TOP
 from sparktrail.dashboard.whole_run import whole_run_frames
 from sparktrail.engines.profiler import profile
 from sparktrail.pag import write_trace
@@ -221,7 +221,7 @@ def real_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def _run_frames(snapshot: Snapshot) -> Any:
+def _run_frames(snapshot: ViewState) -> Any:
     return whole_run_frames(snapshot.windows, snapshot.activity_by_window).summaries
 
 
@@ -309,10 +309,10 @@ def test_labels_stay_bounded_and_run_counters_only_grow(tmp_path: Path) -> None:
 class _Switch:
     """A source whose snapshot the test sets."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: ViewState) -> None:
         self.snapshot = snapshot
 
-    def latest(self) -> Snapshot:
+    def latest(self) -> ViewState:
         return self.snapshot
 
 

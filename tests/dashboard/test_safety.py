@@ -26,7 +26,7 @@ from sparktrail.cli import build_parser
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import app as app_module
 from sparktrail.dashboard.app import GRAPHS, create_app, serve, well_formed
-from sparktrail.dashboard.snapshots import LATEST, UpdateThread
+from sparktrail.dashboard.live_view import LATEST, UpdateThread
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 from tests.dashboard.serving import served
@@ -377,9 +377,9 @@ def test_forged_values_of_the_other_callbacks_are_harmless(server: Server) -> No
 
 
 def test_well_formed_takes_what_the_page_sends() -> None:
-    from sparktrail.dashboard.snapshots import Snapshot, StaticSource
+    from sparktrail.dashboard.live_view import StaticSource, ViewState
 
-    app = create_app(StaticSource(Snapshot(source="t", status="s")))
+    app = create_app(StaticSource(ViewState(source="t", status="s")))
     assert well_formed(app, draw_request(LATEST))
     assert not well_formed(app, {**draw_request(LATEST), "changedPropIds": ["x.y"]})
 
@@ -395,9 +395,9 @@ def test_serve_and_demo_bind_loopback_unless_told() -> None:
 
 
 def test_serve_refuses_an_empty_host() -> None:
-    from sparktrail.dashboard.snapshots import Snapshot, StaticSource
+    from sparktrail.dashboard.live_view import StaticSource, ViewState
 
-    app = create_app(StaticSource(Snapshot(source="t", status="s")))
+    app = create_app(StaticSource(ViewState(source="t", status="s")))
     with pytest.raises(ValueError, match="host"):
         serve(app, "", 8050)
 

@@ -10,7 +10,7 @@ import polars as pl
 from sparktrail import summarize
 from sparktrail.dashboard import spark_tables
 from sparktrail.dashboard.app import TABLES, WHOLE_RUN_TABLES, table_data
-from sparktrail.dashboard.snapshots import Snapshot, WindowView
+from sparktrail.dashboard.live_view import ViewState, WindowView
 from sparktrail.dashboard.whole_run import whole_run_view
 from sparktrail.summaries.stage_stats import EXECUTOR_STATS, STAGE_STATS
 from tests.summaries.builders import MS, Trace, balanced
@@ -71,7 +71,7 @@ def test_html_table_says_when_rows_are_cut() -> None:
 def test_table_data_of_a_window_and_of_the_live_whole_run() -> None:
     s = summarize(two_stages(), 40 * MS)
     view = WindowView.held(0, 40 * MS, "w0", s, None)
-    snap = Snapshot(
+    snap = ViewState(
         source="t",
         status="live",
         live=True,
@@ -94,7 +94,7 @@ def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
     s = summarize(balanced(), 100 * MS)
     assert s.hints.filter(pl.col("severity") != "info").is_empty()
     view = WindowView.held(0, 100 * MS, "w0", s, None)
-    snap = Snapshot(
+    snap = ViewState(
         source="t",
         status="live",
         live=True,

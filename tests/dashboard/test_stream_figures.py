@@ -9,7 +9,7 @@ import pytest
 
 from sparktrail import summarize
 from sparktrail.dashboard.app import stream_panel
-from sparktrail.dashboard.snapshots import Snapshot, WindowView
+from sparktrail.dashboard.live_view import ViewState, WindowView
 from sparktrail.dashboard.stream_figures import batch_frame, stream_progress
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.streams import StreamBatch, StreamSource
@@ -66,12 +66,12 @@ def test_no_batches_says_so_and_the_dashboard_hides_the_panel() -> None:
     assert "no Structured Streaming" in fig.layout.annotations[0].text
     s = summarize(balanced(), 100 * MS)
     view = WindowView.held(0, 100 * MS, "w", s, None)
-    snapshot = Snapshot(source="t", status="x", windows=(view,))
+    snapshot = ViewState(source="t", status="x", windows=(view,))
     assert stream_panel(snapshot) == (None, {"display": "none"})
     app = AppContext(batches=(StreamBatch("q", batch_id=0, timestamp_ns=0),))
     streamed = summarize(Trace(load_trace(balanced()).frame, app), 100 * MS)
     view = WindowView.held(0, 100 * MS, "w", streamed, None)
-    figure, style = stream_panel(Snapshot(source="t", status="x", windows=(view,)))
+    figure, style = stream_panel(ViewState(source="t", status="x", windows=(view,)))
     assert figure is not None and style.get("display") != "none"
     assert isinstance(batch_frame(app), pl.DataFrame)
 
@@ -84,7 +84,7 @@ def test_a_click_on_a_batch_selects_the_window_its_trigger_started_in() -> None:
         WindowView.held(k * 100 * MS, (k + 1) * 100 * MS, f"w{k}", s, None)
         for k in range(3)
     )
-    live = Snapshot(source="t", status="x", windows=views, live=True)
+    live = ViewState(source="t", status="x", windows=views, live=True)
     # a batch whose trigger started 150 ms in: window 1
     app = AppContext(batches=(StreamBatch("q", batch_id=7, timestamp_ns=150 * MS),))
     fig = stream_progress(app)
@@ -107,7 +107,7 @@ def test_the_picked_window_is_shaded_on_the_streaming_panel() -> None:
         WindowView.held(k * 100 * MS, (k + 1) * 100 * MS, f"w{k}", streamed, None)
         for k in range(3)
     )
-    snapshot = Snapshot(source="t", status="x", windows=views)
+    snapshot = ViewState(source="t", status="x", windows=views)
     # WHEN window 1 is picked
     figure, _ = stream_panel(snapshot, views[1].key)
     # THEN one band covers its span, over all three rows

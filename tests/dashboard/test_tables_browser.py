@@ -11,7 +11,7 @@ import pytest
 
 from sparktrail.cli import main
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import StaticSource, load_report
+from sparktrail.dashboard.live_view import StaticSource, load_report
 from tests.dashboard.browser_support import require_browser, wait_until
 from tests.dashboard.serving import served
 from tests.paths import KAFKA_STREAMING_LOG

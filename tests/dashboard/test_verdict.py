@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.dashboard.app import headline
-from sparktrail.dashboard.snapshots import Snapshot, WindowView
+from sparktrail.dashboard.live_view import ViewState, WindowView
 from sparktrail.dashboard.verdict import NO_JOB, header_facts, header_line, verdict
 from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
 from sparktrail.summaries import Summaries
@@ -197,7 +197,7 @@ def test_dashboard_headline_of_a_report_is_the_whole_runs() -> None:
     # GIVEN a finished report's snapshot (one whole-run view)
     s = summaries([HOTSPOT])
     view = WindowView.held(T0, T0 + 20 * S, "whole run", s, None)
-    snapshot = Snapshot("out", "report", windows=(view,), live=False)
+    snapshot = ViewState("out", "report", windows=(view,), live=False)
     # WHEN the page asks for its headline
     facts, sentence = headline(snapshot, "latest")
     # THEN it is the report's header and verdict
@@ -213,7 +213,7 @@ def test_dashboard_headline_while_live_is_the_picked_windows() -> None:
         WindowView.held(T0, T0 + S, "w0", quiet, None),
         WindowView.held(T0 + S, T0 + 2 * S, "w1", busy, None),
     )
-    snapshot = Snapshot("trace", "live", windows=views, live=True)
+    snapshot = ViewState("trace", "live", windows=views, live=True)
     # THEN each window's verdict is its own, the header the run so far
     assert (
         headline(snapshot, str(T0))[1]

@@ -12,7 +12,7 @@ import pytest
 from sparktrail.cli import main
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard.app import create_app
-from sparktrail.dashboard.snapshots import (
+from sparktrail.dashboard.live_view import (
     StaticSource,
     UpdateThread,
     load_report,

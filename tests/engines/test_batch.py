@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktrail.engines import summarize
-from sparktrail.engines.batch import window_batches
+from sparktrail.engines.batch import window_chunks
 from sparktrail.pag import critical_participation
 from sparktrail.pag.snapshot import SnapshotWarning
 from sparktrail.pag.trace import validate_trace
@@ -35,10 +35,10 @@ def whole(trace: pl.DataFrame, window_ns: int, origin_ns: int | None) -> Summari
     return summaries_from_cp(cp, frame, window_ns, origin_ns)
 
 
-def quietly(trace, window_ns, origin_ns=None, batch_rows=1_000_000):
+def quietly(trace, window_ns, origin_ns=None, chunk_rows=1_000_000):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        batched = summarize(trace, window_ns, origin_ns, batch_rows=batch_rows)
+        batched = summarize(trace, window_ns, origin_ns, chunk_rows=chunk_rows)
         return batched, whole(trace, window_ns, origin_ns)
 
 
@@ -62,33 +62,33 @@ def with_tasks(trace: pl.DataFrame) -> pl.DataFrame:
     trace=traces(),
     window_ns=st.integers(1, 4),
     origin=st.integers(-2, 1),
-    batch_rows=st.integers(1, 6),
+    chunk_rows=st.integers(1, 6),
 )
 def test_random_traces_give_the_same_summaries_in_any_batches(
-    trace: pl.DataFrame, window_ns: int, origin: int, batch_rows: int
+    trace: pl.DataFrame, window_ns: int, origin: int, chunk_rows: int
 ) -> None:
     # GIVEN a random small trace (instants on window boundaries, clock
     # noise, rows spanning windows), any window, origin and batch size
     trace = with_tasks(trace)
     origin_ns = int(trace["start_ns"].min()) + origin  # type: ignore[arg-type]
     # WHEN it is summarized batch by batch and from one whole CP table
-    batched, reference = quietly(trace, window_ns, origin_ns, batch_rows)
+    batched, reference = quietly(trace, window_ns, origin_ns, chunk_rows)
     # THEN every summary and hint agrees
     assert_same_summaries(batched, reference)
 
 
-@pytest.mark.parametrize("batch_rows", [1, 700, 10**9])
+@pytest.mark.parametrize("chunk_rows", [1, 700, 10**9])
 def test_a_barrier_trace_gives_the_same_summaries_in_any_batches(
-    batch_rows: int,
+    chunk_rows: int,
 ) -> None:
     # GIVEN a barrier trace of tasks whose rows cross the windows
     trace = profile_trace(6_000, workers=8)
     window_ns = int(trace["end_ns"].max()) // 13 + 1  # type: ignore[operator]
     # WHEN summarized in batches of one window, a few windows, or all
-    batched, reference = quietly(trace, window_ns, batch_rows=batch_rows)
+    batched, reference = quietly(trace, window_ns, chunk_rows=chunk_rows)
     # THEN the summaries agree with those of the whole CP table
-    assert len(window_batches(trace, window_ns, 0, batch_rows)) >= (
-        13 if batch_rows == 1 else 1
+    assert len(window_chunks(trace, window_ns, 0, chunk_rows)) >= (
+        13 if chunk_rows == 1 else 1
     )
     assert reference.operator["tasks"].sum() > 100
     assert_same_summaries(batched, reference)
@@ -105,9 +105,9 @@ def test_the_shared_event_log_gives_the_same_summaries_in_batches() -> None:
         pl.col("operator").str.replace_all("<console>", "App.scala")
     )
     # WHEN summarized in batches of about 10 rows (1 s windows)
-    batched, reference = quietly(trace, SECOND, batch_rows=10)
+    batched, reference = quietly(trace, SECOND, chunk_rows=10)
     # THEN it took several batches, and the summaries and hints agree
-    assert len(window_batches(trace, SECOND, 0, 10)) > 3
+    assert len(window_chunks(trace, SECOND, 0, 10)) > 3
     assert not reference.hints.is_empty()
     assert_same_summaries(batched, reference)
 
@@ -118,14 +118,14 @@ def test_batches_cover_every_window_once_and_hold_the_rows_asked_for() -> None:
     # WHEN cut into batches of 2 rows, 1 row, and all rows
     # THEN the batches tile [first window, last event's window] in order,
     # each with the rows asked for (a window is never split)
-    assert window_batches(t, 4, 0, 2) == [(0, 4), (4, 20)]
-    assert window_batches(t, 4, 0, 1) == [(0, 4), (4, 12), (12, 20)]
-    assert window_batches(t, 4, 0, 10) == [(0, 20)]
+    assert window_chunks(t, 4, 0, 2) == [(0, 4), (4, 20)]
+    assert window_chunks(t, 4, 0, 1) == [(0, 4), (4, 12), (12, 20)]
+    assert window_chunks(t, 4, 0, 10) == [(0, 20)]
     # AND a row whose first event is on a boundary counts in the window
     # before it, which an instant there belongs to
     on_boundary = pl.DataFrame({"start_ns": [0, 8], "end_ns": [1, 8]})
-    assert window_batches(on_boundary, 4, 0, 1) == [(0, 4), (4, 12)]
-    assert window_batches(t.clear(), 4, 0, 10) == []
+    assert window_chunks(on_boundary, 4, 0, 1) == [(0, 4), (4, 12)]
+    assert window_chunks(t.clear(), 4, 0, 10) == []
 
 
 def test_progress_is_reported_after_each_batch() -> None:
@@ -134,7 +134,7 @@ def test_progress_is_reported_after_each_batch() -> None:
     seen: list[tuple[int, int]] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        summarize(trace, window_ns, batch_rows=500, progress=lambda *a: seen.append(a))
+        summarize(trace, window_ns, chunk_rows=500, progress=lambda *a: seen.append(a))
     total = seen[-1][1]
     assert total >= 3
     assert seen == [(i, total) for i in range(1, total + 1)]
@@ -150,13 +150,13 @@ def test_a_batch_size_must_be_a_positive_integer() -> None:
             "activity": ["processing"],
         }
     )
-    with pytest.raises(ValueError, match="batch_rows must be a positive integer"):
-        summarize(t, 1, batch_rows=0)
+    with pytest.raises(ValueError, match="chunk_rows must be a positive integer"):
+        summarize(t, 1, chunk_rows=0)
 
 
-@pytest.mark.parametrize("batch_rows", [1, 50, 400])
-def test_batch_candidates_hold_every_row_touching_their_batch(batch_rows):
-    from sparktrail.engines.batch import batch_candidates
+@pytest.mark.parametrize("chunk_rows", [1, 50, 400])
+def test_batch_candidates_hold_every_row_touching_their_batch(chunk_rows):
+    from sparktrail.engines.batch import chunk_candidates
     from sparktrail.pag.windows import touches
 
     # A long row (its range reaches later batches) and an instant.
@@ -179,8 +179,8 @@ def test_batch_candidates_hold_every_row_touching_their_batch(batch_rows):
         )
     )
     window = 100_000
-    batches = window_batches(trace, window, 0, batch_rows)
-    rows = batch_candidates(trace, window, 0, batches)
+    batches = window_chunks(trace, window, 0, chunk_rows)
+    rows = chunk_candidates(trace, window, 0, batches)
     numbered = trace.with_row_index("r")
     assert len(batches) > 3
     for b, (ts, te) in enumerate(batches):

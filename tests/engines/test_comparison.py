@@ -283,6 +283,28 @@ def test_speculation_on_applies_a_straggler_task_hint():
     assert row["verdict"] == "effective"
 
 
+def test_a_fixed_slow_partition_applies_a_straggler_task_hint():
+    # GIVEN a 3 s task beside 0.5 s ones, then the same stage without it
+    # (the fix was in the partition's own work; speculation stayed off)
+    before = run([(AGG, [(3000, 10), (500, 10), (500, 10)])])
+    after = run([(AGG, [(500, 10)] * 3)], name="after")
+    before = with_hints(
+        before,
+        {
+            "kind": "straggler_task",
+            "stage_id": 0,
+            "predicted_saving_ns": 2e9,
+            "action": "look at what makes partition 0 slow",
+        },
+    )
+    # WHEN compare checks the hint
+    [row] = compare(before, after).hints.to_dicts()
+    # THEN the longest task over the median fell (6 -> 1): it was applied
+    assert row["applied"] and row["how"] == "longest task / median 6.0 → 1.0"
+    assert row["measured_saving_s"] == pytest.approx(2.0)
+    assert row["verdict"] == "effective"
+
+
 def test_a_shorter_driver_gap_applies_a_driver_bound_hint():
     before = run([(AGG, [(500, 10)] * 2)], driver_ms=3000)
     after = run([(AGG, [(500, 10)] * 2)], driver_ms=1000, name="after")

@@ -98,7 +98,7 @@ def test_the_online_pipeline_closes_a_stretch_as_one_window(tmp_path: Path) -> N
 
 
 def _views(closed):
-    from sparktrail.dashboard.snapshots import WindowView
+    from sparktrail.dashboard.live_view import WindowView
 
     return [
         WindowView.held(w.start_ns, w.end_ns, str(w.start_ns), w.summaries, w.cp)

@@ -21,7 +21,7 @@ from sparktrail.engines.online import OnlinePipeline, TraceFileWarning
 from sparktrail.engines.spark_live import SparkLivePipeline, _decode
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
-from sparktrail.pag.tables import TRACE
+from sparktrail.pag.schemas import TRACE
 from sparktrail.pag.trace import validate_trace
 from sparktrail.synthetic import profile_trace
 from tests.engines.test_online import chunks, land

@@ -40,7 +40,7 @@ def test_summarize_validates_a_frame_exactly_once(validations):
     # WHEN it is summarized
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SnapshotWarning)
-        s = summarize(frame, span_ns(frame) // 6, batch_rows=100)
+        s = summarize(frame, span_ns(frame) // 6, chunk_rows=100)
     # THEN the frame was validated once, not once per stage or batch
     assert len(s.windows) > 1 and not s.operator.is_empty()
     assert len(validations) == 1

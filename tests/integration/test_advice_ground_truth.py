@@ -49,7 +49,7 @@ import sparktrail
 from bench import ground_truth as gt
 from sparktrail.cli.profile import hints_json
 from sparktrail.pag.trace import Trace, load_trace
-from sparktrail.summaries._table import task_facts
+from sparktrail.summaries.task_table import task_facts
 
 pytestmark = pytest.mark.integration
 

@@ -31,7 +31,7 @@ import pytest
 
 from sparktrail import summarize
 from sparktrail.pag.trace import load_trace
-from sparktrail.summaries._table import task_facts
+from sparktrail.summaries.task_table import task_facts
 from sparktrail.tracer import listener
 from sparktrail.workloads import streaming_join
 

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from sparktrail.pag import critical_participation
+from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.snapshot import SnapshotWarning, build_snapshots
 from sparktrail.pag.trace import validate_trace
-from sparktrail.pag.window_rows import batch_cp, trace_extent
 from sparktrail.pag.windows import (
     clip,
     coarse_range,
@@ -79,7 +79,7 @@ def per_window_cp(trace: pl.DataFrame, window: int, origin: int) -> pl.DataFrame
     extent = trace_extent(trace)
     parts = []
     for ts in listed_windows(trace, window, origin_ns=origin):
-        cp, rows = batch_cp(trace, window, origin, ts, ts + window, extent)
+        cp, rows = chunk_cp(trace, window, origin, ts, ts + window, extent)
         parts.append(to_trace_rows(cp, rows))
     return pl.concat(parts) if parts else critical_participation(trace.clear(), window)
 

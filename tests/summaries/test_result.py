@@ -10,7 +10,7 @@ import pytest
 from sparktrail.engines import summarize
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext, JobSpan
-from sparktrail.pag.tables import SchemaError
+from sparktrail.pag.schemas import SchemaError
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE, SUMMARY_FRAMES
 from sparktrail.summaries.result import CONTEXT_FILE

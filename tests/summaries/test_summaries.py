@@ -22,7 +22,7 @@ from sparktrail.summaries import (
     task_facts,
 )
 from sparktrail.summaries.finish import summaries_from_cp
-from sparktrail.summaries.hints import _common
+from sparktrail.summaries.hints import inputs as hint_inputs
 from sparktrail.whatif import Replay
 from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 from tests.summaries.compare import assert_same_summaries
@@ -214,7 +214,7 @@ def test_facts_and_replay_built_by_the_caller_give_the_same_summaries(monkeypatc
     # WHEN the caller hands in the task facts and the replay model it built
     facts = task_facts(trace)
     replay = Replay.of(trace, facts)
-    monkeypatch.setattr(_common.Replay, "of", None)  # must not be built again
+    monkeypatch.setattr(hint_inputs.Replay, "of", None)  # must not be built again
     given = summaries_from_cp(cp, trace, 100, facts=facts, replay=replay)
     # THEN every frame is the same, and the hint's saving is the replay's
     assert_same_summaries(given, alone)

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparktrail.pag import workers as worker_names
 from sparktrail.pag.trace import load_trace
-from sparktrail.summaries import _table
-from sparktrail.summaries._table import _task_chunk, task_facts
+from sparktrail.summaries import task_table
+from sparktrail.summaries.task_table import _task_chunk, task_facts
 from sparktrail.synthetic import profile_trace
 from tests.summaries.builders import shuffle_join
 
@@ -37,7 +38,7 @@ def _every_fact(trace: pl.DataFrame) -> pl.DataFrame:
 def test_facts_of_a_trace_with_absent_columns_equal_the_full_aggregation(
     monkeypatch, chunk_rows
 ):
-    monkeypatch.setattr(_table, "TASK_CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", chunk_rows)
     trace = profile_trace(900).with_columns(
         pl.when(pl.col("task_id") % 2 == 0).then(7).otherwise(None).alias("records")
     )
@@ -51,7 +52,7 @@ def test_facts_of_a_trace_with_absent_columns_equal_the_full_aggregation(
 
 
 def test_facts_of_a_spark_like_trace_are_unchanged(monkeypatch):
-    monkeypatch.setattr(_table, "TASK_CHUNK_ROWS", 5)
+    monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", 5)
     trace = shuffle_join()
     got = task_facts(trace)
     assert got.equals(_every_fact(trace))
@@ -78,7 +79,7 @@ def test_executor_parsed_per_name_equals_the_regex_per_row(workers):
     # GIVEN worker names of any shape, nulls among them
     frame = pl.DataFrame({"w": workers}, schema={"w": pl.String})
     # WHEN each distinct name is parsed once in Python
-    per_name = frame.select(_table.executor_of_column(frame, "w")).to_series()
+    per_name = frame.select(worker_names.executor_of_column(frame, "w")).to_series()
     # THEN it is what polars' regular expression gives on every row
-    per_row = frame.select(_table.executor_of(pl.col("w"))).to_series()
+    per_row = frame.select(worker_names.executor_of(pl.col("w"))).to_series()
     assert per_name.to_list() == per_row.to_list()

@@ -120,6 +120,57 @@ def test_re_divided_tasks_keep_the_per_task_overhead():
     assert p.predicted_wall_ns == 29
 
 
+def test_merged_tasks_shed_each_task_own_overhead():
+    # GIVEN tasks of 10, 40 and 10 whose first 2, 8 and 2 ns are scheduling
+    trace = trace_of(
+        [
+            ("exec-1/0", 0, 0, 0, 0, 10, 2),
+            ("exec-1/1", 0, 1, 1, 0, 40, 8),
+            ("exec-1/0", 0, 2, 2, 10, 20, 2),
+        ]
+    )
+    # WHEN the stage runs as two tasks
+    p = predict(trace, StagePartitions(0, 2))
+    # THEN the work is (8 + 32 + 8) / 2 each, plus the median overhead 2:
+    # the long task's 8 ns of scheduling are not carried into the merge
+    assert p.predicted_wall_ns == 26
+
+
+#: TWO_SLOTS with t2 launched 2 ns after its slot freed (a launch lag).
+LAGGED = trace_of(
+    [
+        ("exec-1/0", 0, 0, 0, 0, 10),
+        ("exec-1/1", 0, 1, 1, 0, 40),
+        ("exec-1/0", 0, 2, 2, 12, 22),
+    ]
+)
+
+
+def test_the_no_lag_replay_launches_each_task_when_a_slot_frees():
+    # GIVEN t2's lag of 2 after its slot (t0's) freed at 10
+    replay = Replay.of(LAGGED)
+    # WHEN the run is replayed as traced, and with its lags zeroed
+    # THEN both take the straggler's 40; without lags t2 runs 10-20
+    assert replay.run().wall_ns == replay.run(lags=False).wall_ns == 40
+    # WHEN partition 1 is split in two (pieces 0-20 and 10-30)
+    lagged = predict(LAGGED, SplitPartition(0, 1, 2))
+    no_lag = predict(LAGGED, SplitPartition(0, 1, 2), lags=False)
+    # THEN t2 follows piece a at 20 + its lag 2 (ends 32), or at 20 (ends 30)
+    assert (lagged.predicted_wall_ns, lagged.saving_ns) == (32, 8)
+    assert (no_lag.predicted_wall_ns, no_lag.saving_ns) == (30, 10)
+    assert no_lag.replay_error == 0.0
+
+
+def test_the_no_lag_replay_drops_a_stage_launch_lag():
+    # GIVEN job 1 launched 2 ns after the driver gap 15-25 ended
+    # WHEN the run is replayed without lags
+    # THEN job 1 runs 25-28 and the run takes 30, not 32
+    assert Replay.of(GAPS).run(lags=False).wall_ns == 30
+    p = predict(GAPS, DropDriverGap(15), lags=False)
+    assert (p.replayed_wall_ns, p.predicted_wall_ns) == (30, 20)
+    assert p.replay_error == pytest.approx(30 / 32 - 1)
+
+
 def test_dropping_a_driver_gap():
     # GIVEN the driver gap 15-25 between job 0 and job 1
     # WHEN it is dropped, by its start or as the gaps between the two jobs

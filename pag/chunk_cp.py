@@ -29,7 +29,7 @@ from .trace import Trace
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
 # The windowing rules themselves are in .windows.
-__all__ = ["batch_cp", "cp_of_touching", "touching_rows", "trace_extent"]
+__all__ = ["chunk_cp", "cp_of_touching", "touching_rows", "trace_extent"]
 
 
 def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
@@ -44,7 +44,7 @@ def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
     return int(first), int(last)
 
 
-def batch_cp(
+def chunk_cp(
     trace: pl.DataFrame,
     window_ns: int,
     origin_ns: int,
@@ -95,7 +95,7 @@ def batch_cp(
     >>> t = validate_trace(pl.DataFrame({"src_worker": ["a", "a"],
     ...     "dst_worker": ["a", "a"], "start_ns": [0, 6], "end_ns": [6, 8],
     ...     "activity": ["processing", "gc"]}))
-    >>> cp, rows = batch_cp(t, 4, 0, 4, 8, (0, 8))
+    >>> cp, rows = chunk_cp(t, 4, 0, 4, 8, (0, 8))
     >>> cp.select("window_start_ns", "edge_index", "cp").rows()
     [(4, 0, 0.5), (4, 1, 0.5)]
     >>> rows["trace_row"].to_list()
@@ -110,7 +110,7 @@ def touching_rows(
 ) -> pl.DataFrame:
     """The rows of ``trace`` touching a window in ``[ts, te)``, unclipped,
     with their row in the whole trace as ``trace_row`` (the first step of
-    :func:`batch_cp`; ``row_column`` as there).
+    :func:`chunk_cp`; ``row_column`` as there).
 
     >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "a"],
     ...     "start_ns": [0, 6], "end_ns": [6, 8]})
@@ -136,13 +136,13 @@ def cp_of_touching(
     te: int,
     extent_ns: tuple[int, int],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """:func:`batch_cp` of the rows :func:`touching_rows` gave (its second
+    """:func:`chunk_cp` of the rows :func:`touching_rows` gave (its second
     step: for a caller that needs those rows before the CP).
 
     Raises
     ------
     CycleError
-        As :func:`batch_cp`.
+        As :func:`chunk_cp`.
     """
     clipped = clip(rows.drop(TRACE_ROW), ts, te)
     try:

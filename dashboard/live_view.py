@@ -2,8 +2,8 @@
 
 The Dash app only reads. A background :class:`UpdateThread` (after memray's
 live view) runs a loader over and over and publishes each result as an
-immutable :class:`Snapshot`; callbacks take the latest snapshot from a
-:class:`SnapshotSource` and pass its frames to the pure figure builders.
+immutable :class:`ViewState`; callbacks take the latest snapshot from a
+:class:`ViewSource` and pass its frames to the pure figure builders.
 
 Loaders
 -------
@@ -19,7 +19,7 @@ Loaders
 How far behind
 --------------
 A live snapshot says how far the page is behind the trace
-(:attr:`Snapshot.lag_ns`, :func:`lag_ns`): how long the oldest window
+(:attr:`ViewState.lag_ns`, :func:`lag_ns`): how long the oldest window
 that is due but not shown yet has been due. A window ``[ts, te)`` is due
 once ``te`` plus the lateness has passed (the pipeline waits that long by
 design), so the lag is the wall-clock time when the snapshot is published,
@@ -64,7 +64,7 @@ import polars as pl
 
 from sparktrail.engines.profiler import Profile
 from sparktrail.engines.store import WindowStore
-from sparktrail.pag.tables import WINDOW_END_NS, WINDOW_START_NS
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 
 from .report import window_text
@@ -73,10 +73,10 @@ __all__ = [
     "IDLE_AFTER_S",
     "LATEST",
     "LiveLoader",
-    "Snapshot",
-    "SnapshotSource",
     "StaticSource",
     "UpdateThread",
+    "ViewSource",
+    "ViewState",
     "WindowFrames",
     "WindowView",
     "append_rows",
@@ -227,7 +227,7 @@ def window_start(key: object) -> int | None:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class ViewState:
     """Everything the page shows at one moment; never changed once published.
 
     Attributes
@@ -284,10 +284,10 @@ class Snapshot:
         return self.windows[-1]
 
 
-class SnapshotSource(Protocol):
+class ViewSource(Protocol):
     """Anything that hands out the latest snapshot."""
 
-    def latest(self) -> Snapshot:
+    def latest(self) -> ViewState:
         """The most recently published snapshot."""
         ...
 
@@ -295,10 +295,10 @@ class SnapshotSource(Protocol):
 class StaticSource:
     """A source whose snapshot never changes (a finished report)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: ViewState) -> None:
         self._snapshot = snapshot
 
-    def latest(self) -> Snapshot:
+    def latest(self) -> ViewState:
         """The one snapshot."""
         return self._snapshot
 
@@ -417,7 +417,7 @@ class LiveLoader:
         self._activity = pl.DataFrame()
         self._version = 0
         self._windows_version = 0
-        self._last: Snapshot | None = None
+        self._last: ViewState | None = None
         self._frames = _FrameCache(self._read_frames, cached_windows)
         # Rows read so far, and when (monotonic) that count last grew.
         self._rows_read = -1
@@ -455,7 +455,7 @@ class LiveLoader:
         if self._pipeline is None:
             self._pipeline = self._start()
 
-    def step(self) -> Snapshot:
+    def step(self) -> ViewState:
         """Poll the trace directory once and describe the result."""
         self.start()
         assert self._pipeline is not None
@@ -482,7 +482,7 @@ class LiveLoader:
         ):
             return last  # unchanged: the page need not redraw
         self._version += 1
-        self._last = Snapshot(
+        self._last = ViewState(
             source=str(self.trace_dir),
             status=status,
             windows=self._windows,
@@ -550,16 +550,16 @@ class UpdateThread(threading.Thread):
     """
 
     def __init__(
-        self, step: Callable[[], Snapshot], interval: float = 0.1, source: str = ""
+        self, step: Callable[[], ViewState], interval: float = 0.1, source: str = ""
     ) -> None:
         super().__init__(name="sparktrail-update", daemon=True)
         self._step = step
         self._interval = interval
         self._stop_event = threading.Event()
-        self._snapshot = Snapshot(source=source, status="starting…")
+        self._snapshot = ViewState(source=source, status="starting…")
         self._errors = 0
 
-    def latest(self) -> Snapshot:
+    def latest(self) -> ViewState:
         """The most recently published snapshot (an atomic reference read)."""
         return self._snapshot
 
@@ -578,7 +578,7 @@ class UpdateThread(threading.Thread):
             if self._errors == 1:
                 LOG.exception("sparktrail dashboard update failed")
             old = self._snapshot
-            self._snapshot = Snapshot(
+            self._snapshot = ViewState(
                 source=old.source,
                 status=f"error: {err}",
                 windows=old.windows,
@@ -597,7 +597,7 @@ class UpdateThread(threading.Thread):
         if self.is_alive():
             self.join(timeout)
 
-    def wait_for(self, predicate: Callable[[Snapshot], bool], timeout: float) -> bool:
+    def wait_for(self, predicate: Callable[[ViewState], bool], timeout: float) -> bool:
         """Wait until the latest snapshot satisfies ``predicate`` (tests)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -607,7 +607,7 @@ class UpdateThread(threading.Thread):
         return predicate(self._snapshot)
 
 
-def load_report(out_dir: str | Path) -> Snapshot:
+def load_report(out_dir: str | Path) -> ViewState:
     """A saved :class:`~sparktrail.engines.profiler.Profile` (the output of
     ``sparktrail profile``) as a finished snapshot.
 
@@ -620,13 +620,13 @@ def load_report(out_dir: str | Path) -> Snapshot:
     summaries = profile.summaries
     windows = summaries.windows
     if windows.is_empty():
-        return Snapshot(str(out_dir), "the report holds no window", live=False)
+        return ViewState(str(out_dir), "the report holds no window", live=False)
     start = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
     end = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
     cp = None if profile.critical_cp.is_empty() else profile.critical_cp
     label = f"whole run {utc(start)} – {utc(end)} UTC"
     view = WindowView.held(start, end, label, summaries, cp)
-    return Snapshot(
+    return ViewState(
         source=str(out_dir),
         status=f"report of {len(windows)} windows of {window_text(summaries)}",
         windows=(view,),

@@ -1,59 +1,27 @@
-"""The CP table joined with the trace facts every summary needs.
-
-:func:`enrich` adds to each CP row (one snapshot edge) the columns the
-summaries group by: ``worker`` (the timeline an edge is charged to: its own
-worker for a local activity, the receiving worker for a message, whose
-progress the message holds), ``executor`` (parsed from the worker name
-``exec-<id>/<slot>``; null for the ``driver`` timeline; any other worker
-name is its own executor), ``cp_ns`` (critical time: CP x window length)
-and the trace's task facts. Task facts that sit on one trace row
-(``records``, ``bytes``) are *not* summed from the CP table, whose rows are
-window-clipped pieces of trace rows; :func:`task_facts` reads them from the
-trace instead.
+"""One row per task attempt, read from the trace: what every summary and rule
+needs to know of a task.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from typing import TypeVar
 
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
 
-from .frames import SPAN
-
 __all__ = [
-    "DRIVER",
-    "EXECUTOR_PATTERN",
-    "SPAN",
-    "WINDOW",
-    "Frame",
-    "charge",
-    "enrich",
-    "executor_of",
-    "executor_of_column",
-    "n_path_windows",
-    "path_windows",
+    "RUN",
+    "SPARK_METRICS",
+    "TASK_CHUNK_ROWS",
+    "USEFUL",
     "task_facts",
-    "whole_run",
-    "window_span",
-    "with_paths",
 ]
 
-DRIVER = "driver"
-#: A frame or a query: the partial sums run eagerly, or lazily so that
-#: :meth:`~sparktrail.summaries.partials.Partials.of` collects them in one
-#: batch (:func:`~sparktrail.pag.query_engine.collect_all`).
-Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-WINDOW = ["window_start_ns", "window_end_ns"]
-#: ASCII digits (as Spark SQL's regex reads it in the Spark engine).
-EXECUTOR_PATTERN = r"^exec-(.+)/[0-9]+$"
-#: Trace columns copied onto CP rows when the trace has them.
-_FACTS = ("job_id", "partition", "status", "speculative")
+
 #: Task activities that do the task's own work (DS2's "useful time"):
 #: everything but scheduler delay, shuffle fetch wait and result fetching.
 USEFUL = (
@@ -63,8 +31,12 @@ USEFUL = (
     "shuffle_write",
     "serialization",
 )
+
+
 #: Task activities that tile Spark's ``Executor Run Time`` (DESIGN §5).
 RUN = ("shuffle_read", "processing", "gc", "shuffle_write")
+
+
 #: Work columns of a task's ``processing`` row, summed per task.
 _WORK = (
     "records",
@@ -75,6 +47,8 @@ _WORK = (
     "state_rows",
     "state_memory_bytes",
 )
+
+
 #: Of those, the ones that stay null when none of the task's rows states
 #: them (a failed attempt's records are unknown, not 0; a trace without
 #: spill columns says nothing about spills).
@@ -89,12 +63,16 @@ _NULL_IF_UNSTATED = (
 
 #: A task's local activities (its time on its slot).
 _LOCAL = pl.col("src_worker") == pl.col("dst_worker")
+
+
 #: A task's control edges with the driver: its launch (driver -> slot, at
 #: Spark's launch time) and its completion (slot -> driver, ending at
 #: Spark's finish time, after the slot's end when the model clipped it).
 _CONTROL = (pl.col("activity") == "control") & (
     (pl.col("src_worker") == DRIVER) | (pl.col("dst_worker") == DRIVER)
 )
+
+
 #: The trace rows a task's facts are read from: its local activities and
 #: its control edges (which state its own launch and finish, and are all a
 #: task has that took no time on its slot).
@@ -103,9 +81,13 @@ _TASK_ROWS = (
     & (pl.col("activity") != "waiting")
     & (_LOCAL | _CONTROL)
 )
+
+
 #: Spark's own metrics of an attempt (trace columns of the tracer's task
 #: rows, null when the attempt had none).
 SPARK_METRICS = ("executor_run_ns", "jvm_gc_ns")
+
+
 #: Task facts that are null for every task when their trace column is.
 _ABSENT_IF_UNSTATED = (
     "stage_id",
@@ -115,157 +97,6 @@ _ABSENT_IF_UNSTATED = (
     "status",
     *_NULL_IF_UNSTATED,
 )
-
-
-def executor_of(worker: pl.Expr) -> pl.Expr:
-    """The executor a worker belongs to (null for the driver timeline).
-
-    >>> df = pl.DataFrame({"w": ["exec-7/1", "driver", "exec-driver/0", "a"]})
-    >>> df.select(executor_of(pl.col("w"))).to_series().to_list()
-    ['7', None, 'driver', 'a']
-    """
-    return (
-        pl.when(worker == DRIVER)
-        .then(pl.lit(None, dtype=pl.String))
-        .otherwise(pl.coalesce(worker.str.extract(EXECUTOR_PATTERN, 1), worker))
-    )
-
-
-def executor_of_column(frame: pl.DataFrame, column: str) -> pl.Expr:
-    """:func:`executor_of` of ``frame[column]``, parsed once per distinct name.
-
-    The same values as ``executor_of(pl.col(column))`` on ``frame``; a
-    frame has a few dozen worker names over 10^4-10^6 rows, and the regular
-    expression per row was a large part of a window's summaries.
-
-    >>> df = pl.DataFrame({"w": ["exec-7/1", "driver", "exec-7/1", "a", None]})
-    >>> df.select(executor_of_column(df, "w")).to_series().to_list()
-    ['7', None, '7', 'a', None]
-    """
-    names = frame.get_column(column).unique().to_list()
-    # In Python: a few dozen names, where a query costs ~0.2 ms.
-    executors = [_executor_of_name(name) for name in names]
-    return pl.col(column).replace_strict(names, executors, return_dtype=pl.String)
-
-
-_EXECUTOR_NAME = re.compile(EXECUTOR_PATTERN.removeprefix("^").removesuffix("$"))
-
-
-def _executor_of_name(worker: str | None) -> str | None:
-    """:func:`executor_of` of one name.
-
-    >>> [_executor_of_name(w) for w in ["exec-7/1", "driver", "exec-a/b/2", None]]
-    ['7', None, 'a/b', None]
-    """
-    if worker is None or worker == DRIVER:
-        return None
-    found = _EXECUTOR_NAME.fullmatch(worker)
-    return worker if found is None else found[1]
-
-
-def enrich(cp: pl.DataFrame, trace: pl.DataFrame) -> pl.DataFrame:
-    """Add ``worker, executor, cp_ns`` and the trace's task facts to ``cp``.
-
-    Idempotent: a table that already has ``worker`` is returned unchanged.
-    """
-    if "worker" in cp.columns:
-        return cp
-    facts = [c for c in _FACTS if c in trace.columns]
-    out = cp.with_columns(pl.col("edge_index").cast(pl.Int64))
-    if facts:
-        copied = trace.select(facts)
-        out = out.hstack(copied[out["edge_index"]] if len(cp) else copied.clear())
-    return charge(out)
-
-
-def charge(cp: pl.DataFrame) -> pl.DataFrame:
-    """Add ``is_local, worker, executor, cp_ns``: what the summaries group by.
-
-    :func:`enrich` without the task facts, which no summary reads from the
-    CP table. Idempotent, like :func:`enrich`.
-
-    >>> cp = pl.DataFrame({"window_start_ns": [0], "window_end_ns": [4],
-    ...     "src_worker": ["exec-1/0"], "dst_worker": ["driver"], "cp": [0.5]})
-    >>> charge(cp).select("is_local", "worker", "executor", "cp_ns").row(0)
-    (False, 'driver', None, 2.0)
-    """
-    if "worker" in cp.columns:
-        return cp
-    local = pl.col("src_worker") == pl.col("dst_worker")
-    worker = pl.when(local).then(pl.col("src_worker")).otherwise(pl.col("dst_worker"))
-    charged = cp.with_columns(local.alias("is_local"), worker.alias("worker"))
-    return charged.with_columns(
-        executor_of_column(charged, "worker").alias("executor"),
-        (pl.col("cp") * (pl.col("window_end_ns") - pl.col("window_start_ns")))
-        .cast(pl.Float64)
-        .alias("cp_ns"),
-    )
-
-
-def path_windows(cp: Frame) -> Frame:
-    """Windows of the CP table, with ``has_paths`` (their CP sums to > 0)."""
-    return (
-        cp.group_by("window_start_ns", "window_end_ns")
-        .agg(pl.len().alias("edges"), pl.col("cp").sum().alias("cp_total"))
-        .with_columns((pl.col("cp_total") > 0).alias("has_paths"))
-        .sort("window_start_ns")
-    )
-
-
-def window_span(windows: pl.DataFrame | pl.LazyFrame) -> pl.Expr:
-    """Each window's :data:`SPAN` (1 in a frame saved without it)."""
-    names = windows.collect_schema().names()
-    return pl.col(SPAN) if SPAN in names else pl.lit(1, pl.Int64)
-
-
-def n_path_windows(windows: pl.DataFrame) -> int:
-    """How many windows of the run ``windows`` (:func:`path_windows`) with a
-    path stand for (at least 1, to divide by): a merged stretch counts as
-    the windows it merged.
-
-    >>> n_path_windows(pl.DataFrame({"has_paths": [True, False, True],
-    ...     "span": [1, 1, 40]}))
-    41
-    """
-    span = window_span(windows)
-    return max(1, int(windows.select(span.filter("has_paths").sum()).item()))
-
-
-def with_paths(per_window: Frame, windows: Frame) -> Frame:
-    """The rows of ``per_window`` in the windows that have a path."""
-    starts = windows.filter("has_paths").select("window_start_ns")
-    return per_window.join(starts, on="window_start_ns", how="semi")
-
-
-def whole_run(
-    per_window: Frame,
-    keys: list[str],
-    shares: list[str],
-    windows: pl.DataFrame,
-    counts: tuple[str, ...] = (),
-) -> Frame:
-    """Sum ``per_window`` over ``windows``; ``shares`` are a mean over the
-    windows with a path (:func:`n_path_windows`).
-
-    A row of a window that stands for several (its :data:`SPAN`) counts
-    that many times in ``shares`` and ``counts`` (per-window numbers);
-    every other non-key column except the window bounds is summed as it
-    is (a total over the window's time, such as ``cp_ns``).
-    """
-    n_windows = n_path_windows(windows)
-    skipped = {*keys, *shares, *counts, *WINDOW}
-    summed = [c for c in per_window.collect_schema().names() if c not in skipped]
-    spans = windows.select("window_start_ns", window_span(windows).alias(SPAN))
-    weighted = per_window.join(
-        spans.lazy() if isinstance(per_window, pl.LazyFrame) else spans,
-        on="window_start_ns",
-        how="left",
-    ).with_columns(pl.col(SPAN).fill_null(1))
-    return weighted.group_by(keys).agg(
-        *[((pl.col(c) * pl.col(SPAN)).sum() / n_windows).alias(c) for c in shares],
-        *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
-        *[pl.col(c).sum() for c in summed],
-    )
 
 
 #: Trace rows per task-facts group-by (its hash tables and per-group

@@ -181,7 +181,7 @@ def check_frame(
     >>> check_frame(pl.DataFrame({"cp": [1]}), {"cp": pl.Float64()}, "t")
     Traceback (most recent call last):
     ...
-    sparktrail.pag.tables.SchemaError: t: column 'cp' has dtype Int64, expected Float64
+    sparktrail.pag.schemas.SchemaError: t: column 'cp' has dtype Int64, expected Float64
     """
     found = frame.schema
     for name, dtype in schema.items():

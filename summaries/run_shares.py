@@ -1,0 +1,100 @@
+"""Whole-run sums and shares of per-window summaries: the one owner of how
+windows are weighed.
+
+A whole-run share is a mean over the windows with a path; a window that
+stands for a stretch of several (its :data:`~sparktrail.summaries.frames.SPAN`)
+counts that many times (DESIGN §10).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import polars as pl
+
+from .frames import SPAN
+
+__all__ = [
+    "WINDOW",
+    "Frame",
+    "n_path_windows",
+    "path_windows",
+    "whole_run",
+    "window_span",
+    "with_paths",
+]
+
+
+#: A frame or a query: the partial sums run eagerly, or lazily so that
+#: :meth:`~sparktrail.summaries.partials.Partials.of` collects them in one
+#: batch (:func:`~sparktrail.pag.query_engine.collect_all`).
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+WINDOW = ["window_start_ns", "window_end_ns"]
+
+
+def path_windows(cp: Frame) -> Frame:
+    """Windows of the CP table, with ``has_paths`` (their CP sums to > 0)."""
+    return (
+        cp.group_by("window_start_ns", "window_end_ns")
+        .agg(pl.len().alias("edges"), pl.col("cp").sum().alias("cp_total"))
+        .with_columns((pl.col("cp_total") > 0).alias("has_paths"))
+        .sort("window_start_ns")
+    )
+
+
+def window_span(windows: pl.DataFrame | pl.LazyFrame) -> pl.Expr:
+    """Each window's :data:`SPAN` (1 in a frame saved without it)."""
+    names = windows.collect_schema().names()
+    return pl.col(SPAN) if SPAN in names else pl.lit(1, pl.Int64)
+
+
+def n_path_windows(windows: pl.DataFrame) -> int:
+    """How many windows of the run ``windows`` (:func:`path_windows`) with a
+    path stand for (at least 1, to divide by): a merged stretch counts as
+    the windows it merged.
+
+    >>> n_path_windows(pl.DataFrame({"has_paths": [True, False, True],
+    ...     "span": [1, 1, 40]}))
+    41
+    """
+    span = window_span(windows)
+    return max(1, int(windows.select(span.filter("has_paths").sum()).item()))
+
+
+def with_paths(per_window: Frame, windows: Frame) -> Frame:
+    """The rows of ``per_window`` in the windows that have a path."""
+    starts = windows.filter("has_paths").select("window_start_ns")
+    return per_window.join(starts, on="window_start_ns", how="semi")
+
+
+def whole_run(
+    per_window: Frame,
+    keys: list[str],
+    shares: list[str],
+    windows: pl.DataFrame,
+    counts: tuple[str, ...] = (),
+) -> Frame:
+    """Sum ``per_window`` over ``windows``; ``shares`` are a mean over the
+    windows with a path (:func:`n_path_windows`).
+
+    A row of a window that stands for several (its :data:`SPAN`) counts
+    that many times in ``shares`` and ``counts`` (per-window numbers);
+    every other non-key column except the window bounds is summed as it
+    is (a total over the window's time, such as ``cp_ns``).
+    """
+    n_windows = n_path_windows(windows)
+    skipped = {*keys, *shares, *counts, *WINDOW}
+    summed = [c for c in per_window.collect_schema().names() if c not in skipped]
+    spans = windows.select("window_start_ns", window_span(windows).alias(SPAN))
+    weighted = per_window.join(
+        spans.lazy() if isinstance(per_window, pl.LazyFrame) else spans,
+        on="window_start_ns",
+        how="left",
+    ).with_columns(pl.col(SPAN).fill_null(1))
+    return weighted.group_by(keys).agg(
+        *[((pl.col(c) * pl.col(SPAN)).sum() / n_windows).alias(c) for c in shares],
+        *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
+        *[pl.col(c).sum() for c in summed],
+    )
