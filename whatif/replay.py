@@ -32,10 +32,20 @@ Assumptions
 -----------
 * The pool has one slot per core of every executor (cores from the trace's
   context, at least the slots seen in the trace); a change of executor
-  count scales it.
+  count scales it. A task keeps one core busy: one that keeps more busy
+  (a Python UDF's worker beside the JVM thread feeding it rows) is not
+  seen, so a second slot of such a stage counts as a free core.
 * Dependencies between stages are approximated by traced time order, as
   stated above; failed, killed and speculative attempts are replayed as
   traced.
+* A task's own ``scheduling`` and ``deserialization`` time is its fixed
+  overhead: re-divided tasks (:class:`~.changes.StagePartitions`) share
+  the rest of the stage's task time and each pays the stage's median
+  overhead once; the rest of a tiny task's time (its GC pauses, its
+  setup inside ``processing``) counts as work.
+* New and split tasks keep traced launch lags, measured on a run that may
+  have been loaded; ``run(lags=False)`` replays without them (sparklens'
+  model), the bound the lags' share of a prediction is read from.
 * Records are not part of the time model.
 """
 

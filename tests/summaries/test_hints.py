@@ -594,3 +594,23 @@ def test_one_of_many_slow_tasks_is_no_straggler():
     # WHEN hints are computed  THEN none of them is a straggler task
     frame = hints(t.frame(), 100)
     assert "straggler_task" not in frame["kind"].to_list()
+
+
+def test_a_straggler_on_a_local_master_is_replayed_at_the_median():
+    # GIVEN the time-skewed stage (one task of 100 ms beside three of 10 ms
+    # on four slots) on a local master, where Spark never speculates
+    from sparktrail.pag.context import AppContext
+    from sparktrail.pag.trace import Trace as Valid
+    from sparktrail.pag.trace import load_trace
+
+    context = AppContext(app_id="app", master="local[4]", properties={})
+    trace = Valid(load_trace(skewed_stage(100)).frame, context)
+    # WHEN hints are computed
+    row, ev = only(hints(trace, 100), "straggler_task")
+    # THEN the fix is the partition's own work, and its saving is replayed
+    # with that partition at the stage's median (100 -> 10 ms), with and
+    # without launch lags (there are none)
+    assert "look at what makes" in row["action"]
+    assert ev["replayed_saving_ns"] == 90 * MS
+    assert ev["replayed_saving_no_lag_ns"] == 90 * MS
+    assert row["predicted_saving_ns"] == 90 * MS
