@@ -31,6 +31,7 @@ import polars as pl
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.pag.workers import SLOT_IN_TEXT, slot_of
 from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE
+from sparktrail.summaries.hints import severity_legend, share_of_saved
 
 __all__ = [
     "ACTIVITY_COLOURS",
@@ -42,7 +43,7 @@ __all__ = [
     "MAX_TIMELINE_MESSAGES",
     "MERGED_BAR_BUDGET",
     "ONE_EXECUTOR_NOTE",
-    "SHARE_ONLY_KINDS",
+    "SHARE_ONLY",
     "activity_over_time",
     "communication_heatmap",
     "critical_gantt",
@@ -96,8 +97,7 @@ HINT_HELP: dict[str, str] = {
     "kind": "which rule fired: straggler, hotspot, parallelism, scheduling-, "
     "shuffle- or driver-bound, idle capacity, failures",
     "severity": "high, medium or low: the predicted saving's share of the run "
-    "(high >= 15%, medium >= 5%, low >= 2%; smaller savings are not shown; "
-    "failures that failed a job are high)",
+    f"({severity_legend()})",
     "saving": "how much shorter the run would be after the action, replayed "
     "on the traced tasks (idle capacity: executor core time freed)",
     "stage_id": "the Spark stage the hint is about (blank: the whole run)",
@@ -1014,41 +1014,47 @@ def evidence_text(evidence: str | None) -> str:
     return _evidence_pairs(data)
 
 
-#: Kinds whose "saving" is a share of something else than the run's wall
-#: time (a streaming query's input or trigger), with how to say it.
-SHARE_ONLY_KINDS: dict[str, str] = {
-    "stream_backlog": "{share:.0%} of the input falls behind",
-    "trigger_bound": "batches run {share:.0%} over their trigger",
+#: Hints whose "saving" is a share of something else than a time (a
+#: streaming query's input or trigger), by their ``share_of``, with how to
+#: say it.
+SHARE_ONLY: dict[str, str] = {
+    "input": "{share:.0%} of the input falls behind",
+    "trigger": "batches run {share:.0%} over their trigger",
+}
+#: How a saving's share reads, by the hints frame's ``share_of``.
+_SHARE_OF_TEXT: dict[str, str] = {
+    "run": "of the run",
+    "slot_time": "of slot time",
+    "query_batch_time": "of the query's batch time",
 }
 
 
 def saving_text(hint: dict[str, Any]) -> str:
-    """A hint's predicted saving for a table cell.
+    """A hint's predicted saving for a table cell, by what its share is of
+    (its ``share_of``; a row saved without one reads it from its kind).
 
     >>> saving_text({"kind": "straggler_task", "predicted_saving_ns": 1.5e9,
-    ...     "saving_share": 0.12})
+    ...     "saving_share": 0.12, "share_of": "run"})
     '1.5 s (12% of the run)'
     >>> saving_text({"kind": "idle_capacity", "predicted_saving_ns": 1.2e11,
-    ...     "saving_share": 0.4})
+    ...     "saving_share": 0.4, "share_of": "slot_time"})
     '2 core-min (40% of slot time)'
     >>> saving_text({"kind": "state_skew", "predicted_saving_ns": 2e9,
-    ...     "saving_share": 0.2, "evidence": '{"busy_ns": 1e10}'})
+    ...     "saving_share": 0.2, "share_of": "query_batch_time"})
     "2 s (20% of the query's batch time)"
     >>> saving_text({"kind": "stream_backlog", "saving_share": 0.4})
     '40% of the input falls behind'
     """
     saving, share = hint.get("predicted_saving_ns"), hint.get("saving_share")
-    if share is not None and hint.get("kind") in SHARE_ONLY_KINDS:
-        return SHARE_ONLY_KINDS[str(hint["kind"])].format(share=share)
+    share_of = share_of_saved(hint)
+    if share is not None and share_of in SHARE_ONLY:
+        return SHARE_ONLY[share_of].format(share=share)
     if saving is None or share is None:
         return ""
-    if hint.get("kind") == "idle_capacity":
-        return f"{saving / 6e10:.3g} core-min ({share:.0%} of slot time)"
-    if '"busy_ns": ' in str(hint.get("evidence") or "") and not re.search(
-        r'"busy_ns": null', str(hint.get("evidence"))
-    ):  # a streaming query's stages: a share of its batches' time
-        return f"{_duration(saving)} ({share:.0%} of the query's batch time)"
-    return f"{_duration(saving)} ({share:.0%} of the run)"
+    of = _SHARE_OF_TEXT.get(share_of, _SHARE_OF_TEXT["run"])
+    if share_of == "slot_time":
+        return f"{saving / 6e10:.3g} core-min ({share:.0%} {of})"
+    return f"{_duration(saving)} ({share:.0%} {of})"
 
 
 def hints_table(hints: pl.DataFrame) -> go.Figure:

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from sparktrail.engines.profiler import Profile
-from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.hints import share_of_saved, shown_hints
 
-from .figures import SHARE_ONLY_KINDS
+from .figures import SHARE_ONLY
 from .html_pages import write_page
 from .spark_tables import SORT_SCRIPT
 from .verdict import _span_ns, verdict
@@ -118,10 +118,10 @@ def _savings(
     if top is None or top.get("predicted_saving_ns") is None:
         return None, None
     saving_ns = float(top["predicted_saving_ns"])
-    kind = str(top.get("kind"))
-    if kind == "idle_capacity":
+    share_of = share_of_saved(top)
+    if share_of == "slot_time":
         return None, saving_ns / _NS_PER_HOUR
-    if kind in SHARE_ONLY_KINDS:
+    if share_of in SHARE_ONLY:
         return None, None
     seconds = saving_ns / 1e9
     if core_hours is None or not wall_s:

@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.summaries.operator import stage_label
 
 from .trace_export import CP_NS, CRITICALITY, CriticalRows
 
@@ -294,7 +295,7 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
                 trace_id,
                 _id(8, app, "stage", stage_id),
                 parent,
-                f"stage {stage_id}",
+                stage_label(stage_id),
                 stage["start_ns"],
                 stage["end_ns"],
                 attributes,

@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.summaries.operator import STAGE_PREFIX
+
 __all__ = [
     "EXECUTOR_COLUMNS",
     "EXECUTOR_TABLE_CAPTION",
@@ -159,7 +161,7 @@ EXECUTOR_TABLE_CAPTION = (
     "of the critical path against its fair share; click a heading to sort."
 )
 
-_STAGE_PREFIX = re.compile(r"^stage \d+: ")
+_STAGE_PREFIX = re.compile(STAGE_PREFIX)
 
 
 def _value(value: Any, unit: str) -> Any:

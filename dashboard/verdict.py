@@ -30,9 +30,10 @@ from sparktrail.pag.context import AppContext, local_cores
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
-from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.hints import share_of_saved, shown_hints
+from sparktrail.summaries.operator import stage_label
 
-from .figures import SHARE_ONLY_KINDS, saving_text
+from .figures import SHARE_ONLY, saving_text
 
 __all__ = [
     "NO_JOB",
@@ -307,7 +308,7 @@ def header_line(summaries: Summaries, *, live: bool = False) -> str:
 
 def _stage_name(summaries: Summaries, stage_id: Any) -> str:
     if stage_id is None:
-        return "a stage"
+        return stage_label(None)
     operator = summaries.operator
     if "stage_id" in operator.columns and "name" in operator.columns:
         ran = pl.col("stage_id") == stage_id
@@ -315,8 +316,8 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
             ran = ran | pl.col("stage_ids").list.contains(stage_id).fill_null(False)
         rows = operator.filter(ran)["name"].drop_nulls()
         if len(rows):
-            return f"stage {stage_id} ({rows[0]})"
-    return f"stage {stage_id}"
+            return stage_label(stage_id, rows[0])
+    return stage_label(stage_id)
 
 
 def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
@@ -336,9 +337,9 @@ def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
     )
     problem = problem.format(**names)
     saving = saving_text(hint)
-    if kind == "idle_capacity":
+    if share_of_saved(hint) == "slot_time":
         gain = f", which frees {saving}" if saving else ""
-    elif kind in SHARE_ONLY_KINDS:
+    elif share_of_saved(hint) in SHARE_ONLY:
         gain = f" ({saving})" if saving else ""
     else:
         gain = f", which saves {saving}" if saving else ""

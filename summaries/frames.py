@@ -55,6 +55,7 @@ __all__ = [
     "FAIR_SHARE",
     "HAS_PATHS",
     "HINTS",
+    "OLDER_SHARE_OF",
     "OPERATOR",
     "OPTIONAL_FRAMES",
     "RATIO",
@@ -66,6 +67,7 @@ __all__ = [
     "WINDOWS",
     "SchemaError",
     "check_summary_frames",
+    "with_share_of",
 ]
 
 #: Share of the whole critical path (CP summed over windows with paths,
@@ -158,10 +160,41 @@ HINTS: Schema = {
     CP_SHARE: pl.Float64(),
     "predicted_saving_ns": pl.Float64(),
     "saving_share": pl.Float64(),
+    # what saving_share is a share of (hints.hint.SHARE_OF)
+    "share_of": pl.String(),
     "occurrences": pl.Int64(),
     "evidence": pl.String(),
     "action": pl.String(),
 }
+#: What a hints frame saved by an older sparktrail, without the
+#: ``share_of`` column, meant by a hint's saving, by kind (else ``run``).
+OLDER_SHARE_OF: Mapping[str, str] = {
+    "idle_capacity": "slot_time",
+    "stream_backlog": "input",
+    "trigger_bound": "trigger",
+}
+
+
+def with_share_of(hints: pl.DataFrame) -> pl.DataFrame:
+    """A hints frame saved by an older sparktrail with its ``share_of``
+    column, read from each hint's kind (:data:`OLDER_SHARE_OF`).
+
+    >>> old = pl.DataFrame({"kind": ["idle_capacity", "spill"]})
+    >>> with_share_of(old)["share_of"].to_list()
+    ['slot_time', 'run']
+    """
+    if "share_of" in hints.columns:
+        return hints
+    share_of = (
+        pl.col("kind")
+        .replace_strict(dict(OLDER_SHARE_OF), default="run", return_dtype=pl.String)
+        .alias("share_of")
+    )
+    frame = hints.with_columns(share_of)
+    order = [c for c in HINTS if c in frame.columns]
+    return frame.select(order + [c for c in frame.columns if c not in order])
+
+
 #: One row per window (:func:`~sparktrail.summaries.window_stats`).
 WINDOWS: Schema = {
     **_WINDOW,

@@ -31,10 +31,28 @@ __all__ = [
     "operator_partial",
     "operator_summary",
     "operators_and_stages",
+    "STAGE_PREFIX",
+    "stage_label",
     "stage_name",
 ]
 
 _KEYS = ["operator", "stage_id"]
+
+
+#: The ``stage <id>: `` prefix of an older trace's operator labels.
+STAGE_PREFIX = r"^stage \d+: "
+
+
+def stage_label(stage_id: int | None, label: str | None = None) -> str:
+    """A stage in text, the one way every hint and page names it: its id
+    and ``label`` (its call site or name, when known).
+
+    >>> stage_label(3, "App.scala:12"), stage_label(3), stage_label(None)
+    ('stage 3 (App.scala:12)', 'stage 3', 'a stage')
+    """
+    if stage_id is None:
+        return "a stage"
+    return f"stage {stage_id} ({label})" if label else f"stage {stage_id}"
 
 
 def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -47,7 +65,7 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     [('count at App.scala:12 · Sort [k]', 'App.scala:12'), \
 ('count at App.scala:12', 'App.scala:12'), ('map', None)]
     """
-    name = pl.coalesce(operator.str.extract(r"^stage \d+: (.*)$", 1), operator)
+    name = pl.coalesce(operator.str.extract(f"{STAGE_PREFIX}(.*)$", 1), operator)
     site = name.str.extract(r"^[^·]*? at ([^\s·]+:\d+)(?: ·|$)", 1)
     return name, site
 

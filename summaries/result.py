@@ -45,6 +45,7 @@ from .frames import (
     SUMMARY_FRAMES,
     SUMMARY_SCHEMAS,
     check_summary_frames,
+    with_share_of,
 )
 
 __all__ = [
@@ -323,6 +324,7 @@ class Summaries:
             frames["windows"] = frames["windows"].with_columns(
                 pl.lit(1, pl.Int64).alias(SPAN)
             )
+        frames["hints"] = with_share_of(frames["hints"])  # an older one lacks it
         check_summary_frames(frames, where)
         if window_ns is None or origin_ns is None:
             saved = window_of(frames["windows"])

@@ -31,6 +31,7 @@ from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
 from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.hints.hint import SHOWN_SHARE
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
 from sparktrail.tracer.remote import is_uri, log_arg, log_name
@@ -241,7 +242,8 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     if hints.is_empty():
         print("  none: no rule's numbers crossed its threshold", file=out)
     if small:
-        print(f"  ({small} more would save under 2% of the run: see --json)", file=out)
+        under = f"under {SHOWN_SHARE:.0%} of the run"
+        print(f"  ({small} more would save {under}: see --json)", file=out)
     print(
         f"\nReport: {out_dir / REPORT_FILE}; summaries: "
         f"{out_dir / SUMMARIES_DIR}/*.parquet",

@@ -16,7 +16,7 @@ import polars as pl
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .failures import failures
-from .hint import HINT_SCHEMA, Hint, hint_frame, severity
+from .hint import HINT_SCHEMA, Hint, hint_frame, severity_legend, share_of_saved
 from .inputs import Context, task_shares
 from .memory_pressure import gc_bound, spill
 from .over_time import moving_hotspot, state_skew
@@ -33,7 +33,8 @@ __all__ = [
     "Hint",
     "hint_frame",
     "rebalancing_hints",
-    "severity",
+    "severity_legend",
+    "share_of_saved",
     "shown_hints",
     "task_shares",
 ]

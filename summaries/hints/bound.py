@@ -31,7 +31,7 @@ import polars as pl
 
 from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .partitions import over_partitioned_stages
 from .platform import interactive_signs
@@ -95,7 +95,6 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
         f"(now {now} tasks) or coalesce({suggested}) before it, and "
         "spark.sql.adaptive.coalescePartitions.enabled=true"
     )
-    sev = severity(share, opts.scheduling_min_share)
     # Fewer tasks pay the per-task cost fewer times: the stage's share of
     # scheduling CP shrinks by suggested/now.
     sched = ctx.stage_cp("scheduling", "deserialization")
@@ -105,7 +104,6 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
     return [
         Hint(
             "scheduling_bound",
-            sev,
             share,
             evidence,
             action,
@@ -177,13 +175,11 @@ def shuffle_bound(ctx: Context) -> list[Hint]:
             f"; top channels {named}: co-locate them with fewer, larger "
             "executors (raise spark.executor.cores) so more blocks are local"
         )
-    sev = severity(share, opts.shuffle_min_share)
     # A broadcast join (or local blocks) takes the fetch wait off the path.
     saving = share * ctx.wall_ns
     return [
         Hint(
             "shuffle_bound",
-            sev,
             share,
             evidence,
             action,
@@ -317,13 +313,11 @@ def driver_bound(ctx: Context) -> list[Hint]:
             "before the application ended (work after the last action, or a late "
             "spark.stop())"
         )
-    sev = severity(share, opts.driver_min_share)
     # Removing a listed gap shortens the run by its length: no job runs then.
     saving = float(sum(i["duration_ns"] for i in listed))
     return [
         Hint(
             "driver_bound",
-            sev,
             share,
             evidence,
             action,

@@ -61,7 +61,7 @@ from .capacity import (
     replay_idle_timeout,
     startup_ns,
 )
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .platform import cluster_manager, interactive_signs
 from .wording import fmt_s
@@ -335,7 +335,6 @@ def straggler_executor(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "straggler_executor",
-                severity(ratio or 0.0, opts.straggler_factor),
                 ex["cp_share"],
                 evidence,
                 action,
@@ -489,11 +488,11 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     return [
         Hint(
             "idle_capacity",
-            severity(idle, ctx.options.idle_min_share),
             0.0,  # idle time is never on the critical path
             evidence,
             action,
             predicted_saving_ns=float(replayed.freed_core_ns),
             saving_share=share,
+            share_of="slot_time",
         )
     ]

@@ -31,8 +31,9 @@ its work). Otherwise the attempts were retried and the run went on: the
 saving is the failed attempts' time on the critical path (their CP share x
 the wall time; the retries and any rerun of lost map outputs are not
 counted, which the evidence says), and severity follows from its share
-like any hint's, ``info`` under ``min_saving_s``. The ranking keeps this
-severity (``ranking._OWN_SEVERITY``).
+like any hint's, ``info`` under ``min_saving_s``. Both are decided where
+every hint's severity is, ``hint.rated``; the ranking keeps this saving
+(``ranking._OWN_SAVING``).
 
 Assumptions
 -----------
@@ -55,7 +56,7 @@ import polars as pl
 from sparktrail.pag.context import AppContext, ExecutorLife, Failure
 
 from .capacity import duration_ns
-from .hint import Hint, saving_severity
+from .hint import Hint
 from .inputs import Context
 from .memory_pressure import memory_of
 from .platform import spark_at_least
@@ -197,7 +198,6 @@ class _Run:
         self.aborted = {f.stage_id: f for f in jobs if f.stage_id is not None}
         job_ids = [j.job_id for j in self.app.jobs]
         self.last_job = max(job_ids) if job_ids else None
-        self.min_saving_ns = getattr(ctx.options, "min_saving_s", 1.0) * 1e9
 
     def failed_job(self, stages: Iterable[int | None]) -> Failure | None:
         """The failed job a stage of ``stages`` aborted or ran in."""
@@ -256,7 +256,6 @@ class _Run:
             }
             return Hint(
                 "failures",
-                "high",
                 cp_share,
                 evidence,
                 action,
@@ -270,12 +269,8 @@ class _Run:
             "the failed attempts' time on the critical path; their retries "
             "and any rerun of lost map outputs are not counted"
         )
-        severity = saving_severity(share)
-        if saving < self.min_saving_ns:
-            severity = "info"
         return Hint(
             "failures",
-            severity,
             cp_share,
             evidence,
             action,

@@ -1,4 +1,11 @@
-"""A hint's row and its severity: what every rule returns."""
+"""A hint's row and its severity: what every rule returns.
+
+Severity has one owner, :func:`rated`, from one table,
+:data:`SEVERITY_SHARES`: a rule builds its hint without one, and the
+ranking (:func:`~sparktrail.summaries.hints.ranking.finish_hints`) rates it
+once its saving is known. :func:`severity_legend` says the same table in
+words for the dashboard and the command line.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +16,36 @@ from typing import Any
 
 import polars as pl
 
-from ..frames import HINTS
+from ..frames import HINTS, OLDER_SHARE_OF
 
 __all__ = [
     "HINT_SCHEMA",
     "SEVERITY_SHARES",
+    "SHARE_OF",
+    "SHOWN_SHARE",
     "Hint",
     "hint_frame",
+    "rated",
     "saving_severity",
-    "severity",
+    "severity_legend",
+    "share_of_saved",
 ]
 
 
 #: Severity from the predicted saving's share of the run (DESIGN §6): a
 #: hint that saves less than the last bound is ``info`` (kept, not shown).
 SEVERITY_SHARES = (("high", 0.15), ("medium", 0.05), ("low", 0.02))
+#: The smallest share of a hint shown (the last bound of the table).
+SHOWN_SHARE = SEVERITY_SHARES[-1][1]
+
+#: What a hint's saving is a share of (the hints frame's ``share_of``):
+#: ``run`` the run's wall time; ``slot_time`` the executors' slot time
+#: (``idle_capacity``, whose saving is capacity); ``query_batch_time`` a
+#: streaming query's busy time (its batches' trigger time, for a hint on
+#: its stages or its planning); ``input`` the input of a streaming query
+#: (``stream_backlog``); ``trigger`` its trigger interval
+#: (``trigger_bound``).
+SHARE_OF = ("run", "slot_time", "query_batch_time", "input", "trigger")
 
 
 #: The hints frame's columns (declared in :mod:`~sparktrail.summaries.frames`).
@@ -44,16 +66,32 @@ def saving_severity(share: float | None) -> str:
     return next((name for name, bound in SEVERITY_SHARES if share >= bound), "info")
 
 
-def severity(value: float, threshold: float) -> str:
-    """A placeholder severity for a rule's own numbers (``value`` over its
-    ``threshold``), replaced by :func:`saving_severity` of the predicted
-    saving when the hints are finished.
+def severity_legend() -> str:
+    """The severities in words, from :data:`SEVERITY_SHARES` (and
+    :func:`rated`'s exception), for the dashboard's and the command line's
+    help.
 
-    >>> severity(0.45, 0.2), severity(0.21, 0.2)
-    ('high', 'low')
+    >>> severity_legend()
+    'high >= 15%, medium >= 5%, low >= 2%; smaller savings are not shown; \
+failures that failed a job are high'
     """
-    over = value / threshold if threshold > 0 else math.inf
-    return "high" if over >= 2.0 else "medium" if over >= 1.4 else "low"
+    bounds = ", ".join(f"{name} >= {bound:.0%}" for name, bound in SEVERITY_SHARES)
+    return (
+        f"{bounds}; smaller savings are not shown; failures that failed a job are high"
+    )
+
+
+def share_of_saved(hint: dict[str, Any]) -> str:
+    """What ``hint``'s (a row of the hints frame) saving is a share of, one
+    of :data:`SHARE_OF`; a row saved by an older sparktrail, without the
+    ``share_of`` column, reads it from its kind.
+
+    >>> share_of_saved({"kind": "hotspot", "share_of": "query_batch_time"})
+    'query_batch_time'
+    >>> share_of_saved({"kind": "idle_capacity"}), share_of_saved({"kind": "spill"})
+    ('slot_time', 'run')
+    """
+    return hint.get("share_of") or OLDER_SHARE_OF.get(str(hint.get("kind")), "run")
 
 
 def _clean(value: Any) -> Any:
@@ -72,13 +110,13 @@ class Hint:
 
     ``predicted_saving_ns`` is the wall time the action saves (the what-if
     replay's prediction, :mod:`~sparktrail.whatif`), ``saving_share`` its
-    share of the run; the finished hint's ``severity`` comes from that share
-    (:func:`saving_severity`). ``occurrences`` counts the findings merged
-    into one hint (the same operator in several stages).
+    share of what ``share_of`` names (:data:`SHARE_OF`); ``severity`` is
+    ``None`` until the hints are finished, then :func:`rated` sets it from
+    that share. ``occurrences`` counts the findings merged into one hint
+    (the same operator in several stages).
     """
 
     kind: str
-    severity: str
     cp_share: float
     evidence: dict[str, Any]
     action: str
@@ -88,6 +126,10 @@ class Hint:
     predicted_saving_ns: float | None = None
     saving_share: float | None = None
     occurrences: int = 1
+    #: Set once, by :func:`rated` (``None``: not rated yet).
+    severity: str | None = None
+    #: What the saving is a share of, one of :data:`SHARE_OF`.
+    share_of: str = "run"
     #: The :mod:`~sparktrail.whatif` change the action makes (or a tuple
     #: of changes whose savings add up), replayed to predict the saving
     #: (``None``: the rule's own estimate stands).
@@ -98,19 +140,14 @@ class Hint:
     share_of_ns: float | None = None
 
     def with_saving(self, saving_ns: float | None, wall_ns: float) -> Hint:
-        """The hint with its predicted saving, share of ``wall_ns`` (or of
-        :attr:`share_of_ns`) and the severity that share gives."""
+        """The hint with its predicted saving and its share of ``wall_ns``
+        (or of :attr:`share_of_ns`); unchanged when there is none."""
         base = self.share_of_ns or wall_ns
         if saving_ns is None or not math.isfinite(saving_ns) or base <= 0:
-            return replace(self, severity="info")
+            return self
         saving_ns = max(0.0, float(saving_ns))
         share = saving_ns / base
-        return replace(
-            self,
-            predicted_saving_ns=saving_ns,
-            saving_share=share,
-            severity=saving_severity(share),
-        )
+        return replace(self, predicted_saving_ns=saving_ns, saving_share=share)
 
     def row(self) -> dict[str, Any]:
         """The hint as a row of :data:`HINT_SCHEMA` (evidence as JSON)."""
@@ -123,10 +160,43 @@ class Hint:
             "cp_share": float(self.cp_share),
             "predicted_saving_ns": self.predicted_saving_ns,
             "saving_share": self.saving_share,
+            "share_of": self.share_of,
             "occurrences": self.occurrences,
             "evidence": json.dumps(_clean(self.evidence), sort_keys=True),
             "action": self.action,
         }
+
+
+def rated(hint: Hint, min_saving_ns: float) -> str:
+    """The severity of a hint whose saving is known: the one place it is
+    decided. From :data:`SEVERITY_SHARES` by the saving's share, ``info``
+    (kept, not shown) under ``min_saving_ns`` of wall time whatever its
+    share (0.4 s of a 2 s toy run is no finding), for a cause the rule
+    could not check (``unchecked`` in its evidence) and on a streaming
+    query's first batch (``startup_batch``, a one-off); except a
+    ``failures`` hint on a failed job, ``high`` whatever time it cost (the
+    run did not finish its work), and otherwise rated on its saving alone.
+
+    >>> rated(Hint("spill", 0.3, {}, "", predicted_saving_ns=3e9,
+    ...     saving_share=0.3), 1e9)
+    'high'
+    >>> rated(Hint("spill", 0.3, {}, "", predicted_saving_ns=3e8,
+    ...     saving_share=0.3), 1e9)
+    'info'
+    >>> rated(Hint("failures", 0.0, {"failed_job": 3}, ""), 1e9)
+    'high'
+    """
+    if hint.kind == "failures" and "failed_job" in hint.evidence:
+        return "high"
+    severity = saving_severity(hint.saving_share)
+    if severity == "info":
+        return severity
+    if hint.kind != "failures" and (
+        "unchecked" in hint.evidence or hint.evidence.get("startup_batch")
+    ):
+        return "info"
+    saving = hint.predicted_saving_ns
+    return "info" if saving is not None and saving < min_saving_ns else severity
 
 
 def hint_frame(hints: list[Hint]) -> pl.DataFrame:

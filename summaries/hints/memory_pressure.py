@@ -50,7 +50,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled
 
@@ -288,11 +288,9 @@ def gc_bound(ctx: Context) -> list[Hint]:
         f"JVM garbage collection is {share:.0%} of the critical path "
         f"({_ms(gc_cp_ns)}), most in {named}: " + "; ".join(steps)
     )
-    sev = severity(share, opts.gc_min_share)
     return [
         Hint(
             "gc_bound",
-            sev,
             share,
             evidence,
             action,
@@ -376,7 +374,6 @@ def spill(ctx: Context) -> list[Hint]:
             f"{s['stage_cp_share']:.0%} of the critical path ({_ms(s['cp_ns'])}), "
             f"its spilling tasks {s['spilling_cp_share']:.0%}: " + "; ".join(steps)
         )
-        sev = severity(s["spilling_cp_share"], opts.spill_min_share)
         spill_ns = 2 * s["disk_spilled_bytes"] / SPILL_BYTES_PER_S * 1e9
         part = (
             min(1.0, spill_ns / s["spilling_run_ns"]) if s["spilling_run_ns"] else 0.0
@@ -384,7 +381,6 @@ def spill(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "spill",
-                sev,
                 s["spilling_cp_share"],
                 evidence,
                 action,

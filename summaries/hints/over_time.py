@@ -42,7 +42,7 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SplitPartition
 
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .stream_progress import after_first, falling_behind, first_batch_ids
 from .wording import fmt_s
@@ -247,7 +247,6 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "moving_hotspot",
-                severity(float(moves), float(opts.moving_min_moves)),
                 cp,
                 evidence,
                 f"{operator}: in {len(found)} runs (stages {stages[0]}.."
@@ -262,6 +261,7 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
                 stage_id=worst["stage_id"],
                 partition=worst["partition"],
                 share_of_ns=busy,
+                share_of="query_batch_time" if busy else "run",
                 change=tuple(
                     SplitPartition(r["stage_id"], r["partition"], 2) for r in found
                 ),
@@ -411,7 +411,6 @@ def state_skew(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "state_skew",
-                severity(row["share"], opts.state_skew_min_share),
                 0.0,
                 evidence,
                 f"Advisory: partition {row['partition']} of stage "
@@ -426,6 +425,7 @@ def state_skew(ctx: Context) -> list[Hint]:
                 partition=row["partition"],
                 predicted_saving_ns=excess,
                 share_of_ns=busy,
+                share_of="query_batch_time" if busy else "run",
             )
         )
     return hints

@@ -62,7 +62,7 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import StagePartitions
 
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .wording import fmt_s
 
@@ -383,7 +383,6 @@ def parallelism(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "parallelism",
-                severity(op["cp_share"], opts.parallelism_min_share),
                 op["cp_share"],
                 evidence,
                 _action(ctx, op, s, pi, partitions),

@@ -36,7 +36,7 @@ import polars as pl
 
 from sparktrail.whatif.changes import StagePartitions
 
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .wording import fmt_s
 
@@ -200,7 +200,6 @@ def over_partitioned(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "over_partitioned",
-                severity(stage.fixed_share, ctx.options.over_partitioned_fixed_share),
                 stage.critical_ns / ctx.wall_ns if ctx.wall_ns else 0.0,
                 evidence,
                 action,

@@ -3,8 +3,9 @@
 * Each hint's ``predicted_saving_ns`` (the what-if replay of its change,
   :mod:`~sparktrail.whatif`, else the rule's own estimate) becomes
   ``saving_share``, its share of the run's wall time, and the severity
-  follows from that share (``saving_severity``): a hint that saves under
-  2% is ``info``, kept in the frame (and ``--json``) but not shown. A rule
+  follows from that share (``hint.rated``, the one place severity is
+  decided): a hint that saves under 2% is ``info``, kept in the frame
+  (and ``--json``) but not shown. A rule
   that sets ``saving_share`` itself (``idle_capacity``,
   whose saving is capacity, not wall time) keeps it. A hint on a stage
   of a Structured Streaming query's micro-batch takes its share of the
@@ -23,7 +24,7 @@ from dataclasses import replace
 from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
-from .hint import Hint, saving_severity
+from .hint import Hint, rated, saving_severity
 from .inputs import Context
 from .over_time import (
     behind_cause,
@@ -89,9 +90,9 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
     return replace(hint, predicted_saving_ns=saving, evidence=evidence)
 
 
-def _with_severity(hint: Hint, wall_ns: int) -> Hint:
+def _with_saving(hint: Hint, wall_ns: int) -> Hint:
     if hint.saving_share is not None:
-        return replace(hint, severity=saving_severity(hint.saving_share))
+        return hint
     return hint.with_saving(hint.predicted_saving_ns, wall_ns)
 
 
@@ -107,7 +108,7 @@ def merge_repeats(
     query's stage to its micro-batch (a merged hint then names the first
     and last batch); hints are finished (saving and severity set).
 
-    >>> a = Hint("hotspot", "low", 0.1, {}, "split it", stage_id=1,
+    >>> a = Hint("hotspot", 0.1, {}, "split it", stage_id=1, severity="low",
     ...     predicted_saving_ns=3.0, saving_share=0.03)
     >>> b = replace(a, stage_id=2, predicted_saving_ns=5.0, saving_share=0.05)
     >>> [merged] = merge_repeats([a, b], {1: "f.py:3", 2: "f.py:3"}, 100)
@@ -180,8 +181,8 @@ def without_static_fixes(hints: list[Hint]) -> list[Hint]:
     """``hints`` without the static skew fixes of stages a ``moving_hotspot``
     names: splitting one run's hot partition is the wrong advice there.
 
-    >>> moving = Hint("moving_hotspot", "high", 0.5, {"stages": [1, 2]}, "salt")
-    >>> static = Hint("hotspot", "high", 0.2, {}, "split", stage_id=2)
+    >>> moving = Hint("moving_hotspot", 0.5, {"stages": [1, 2]}, "salt")
+    >>> static = Hint("hotspot", 0.2, {}, "split", stage_id=2)
     >>> [h.kind for h in without_static_fixes([moving, static])]
     ['moving_hotspot']
     """
@@ -218,28 +219,23 @@ def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
             evidence = evidence | {"busy_ns": busy[h.stage_id]}
         if h.stage_id in firsts:
             evidence = evidence | {"startup_batch": True}
+        if h.share_of_ns:  # the rule's own base and share_of stand
+            out.append(replace(h, evidence=evidence))
+            continue
         out.append(
-            replace(h, share_of_ns=h.share_of_ns or busy[h.stage_id], evidence=evidence)
+            replace(
+                h,
+                share_of_ns=busy[h.stage_id],
+                share_of="query_batch_time",
+                evidence=evidence,
+            )
         )
     return out
 
 
-#: Kinds whose severity is not a saving of wall time (the rule sets it).
-_OWN_SEVERITY = frozenset({"failures"})
-
-
-def _worth_a_second(hint: Hint, min_saving_ns: float) -> Hint:
-    """``info`` when the hint saves under ``min_saving_ns`` of wall time,
-    whatever its share: 0.4 s of a 2 s toy run is no finding."""
-    if hint.kind in _OWN_SEVERITY or hint.severity == "info":
-        return hint
-    if "unchecked" in hint.evidence:  # a cause it could not check
-        return replace(hint, severity="info")
-    if hint.evidence.get("startup_batch"):  # a query's first batch: a one-off
-        return replace(hint, severity="info")
-    if hint.predicted_saving_ns is None or hint.predicted_saving_ns >= min_saving_ns:
-        return hint
-    return replace(hint, severity="info")
+#: Kinds whose saving the rule sets itself (not replayed, nor a share of
+#: a streaming query's time).
+_OWN_SAVING = frozenset({"failures"})
 
 
 #: Kinds of skew: while one holds a stage back, the other slots' wait is
@@ -259,12 +255,11 @@ def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
     kept = on_streaming_stages(ctx, without_skew_idle(without_static_fixes(hints)))
     floor = ctx.options.min_saving_s * 1e9
-    finished = [
-        h
-        if h.kind in _OWN_SEVERITY
-        else _worth_a_second(_with_severity(_replayed(ctx, h), ctx.wall_ns), floor)
+    saved = [
+        h if h.kind in _OWN_SAVING else _with_saving(_replayed(ctx, h), ctx.wall_ns)
         for h in kept
     ]
+    finished = [replace(h, severity=rated(h, floor)) for h in saved]
     startup = [h for h in finished if h.evidence.get("startup_batch")]
     trend = [h for h in finished if not h.evidence.get("startup_batch")]
     merged = merge_repeats(trend, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))

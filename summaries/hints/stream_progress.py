@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from sparktrail.pag.streams import StreamBatch
 
 from ..result import HintOptions
-from .hint import Hint, saving_severity
+from .hint import Hint
 from .inputs import Context
 
 __all__ = [
@@ -384,7 +384,6 @@ def stream_backlog(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "stream_backlog",
-                saving_severity(share),
                 share,
                 evidence,
                 f"{_name(ctx, query_id)} {' and '.join(said)}: it falls behind "
@@ -396,6 +395,7 @@ def stream_backlog(ctx: Context) -> list[Hint]:
                 "with maxOffsetsPerTrigger / maxFilesPerTrigger."
                 + _backlog_text(backlog, estimated, drain_s, pi),
                 saving_share=share,
+                share_of="input",
             )
         )
     return hints
@@ -514,7 +514,6 @@ def trigger_bound(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "trigger_bound",
-                saving_severity(share),
                 max(0.0, share),
                 {
                     "query_id": query_id,
@@ -530,6 +529,7 @@ def trigger_bound(ctx: Context) -> list[Hint]:
                 "cheaper (see the other hints), or set a trigger interval the "
                 "batches fit in.",
                 saving_share=max(0.0, share),
+                share_of="trigger",
             )
         )
     return hints
@@ -571,7 +571,6 @@ def planning_bound(ctx: Context) -> list[Hint]:
         hints.append(
             Hint(
                 "planning_bound",
-                saving_severity(share),
                 share,
                 {
                     "query_id": query_id,
@@ -589,6 +588,7 @@ def planning_bound(ctx: Context) -> list[Hint]:
                 "cheaper latestOffset.",
                 predicted_saving_ns=saving_ns,
                 share_of_ns=total * 1e6,
+                share_of="query_batch_time",
             )
         )
     return hints

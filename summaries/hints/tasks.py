@@ -43,7 +43,7 @@ from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
 from ..operator import stage_name
-from .hint import Hint, severity
+from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled, can_speculate
 from .wording import fmt_s
@@ -219,7 +219,6 @@ def _hotspot(
     critical_ns = task["running_cp_share"] * task["duration_ns"]
     return Hint(
         kind,
-        severity(ratio, ctx.options.skew_factor),
         task["cp_share"],
         evidence,
         action,
@@ -307,7 +306,6 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         evidence |= {"other_attempt_ns": slow_copy}
         return Hint(
             "straggler_task",
-            severity(ratio, ctx.options.straggler_task_factor),
             task["cp_share"],
             evidence,
             f"{took}; {why}: look at what makes {where} slow (its input, a "
@@ -329,7 +327,6 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     )
     return Hint(
         "straggler_task",
-        severity(ratio, ctx.options.straggler_task_factor),
         task["cp_share"],
         evidence,
         action,

@@ -112,3 +112,22 @@ def test_the_context_round_trips_and_an_old_folder_has_an_empty_one(
     # AND saving an empty context over it leaves no stale file
     dataclasses.replace(summaries, context=AppContext()).save(folder)
     assert not (folder / CONTEXT_FILE).exists()
+
+
+def test_hints_saved_without_share_of_load_with_it_read_from_their_kind(
+    summaries, tmp_path
+):
+    # GIVEN a folder whose hints frame an older sparktrail wrote: no
+    # share_of column, one idle_capacity hint (its saving: slot time)
+    older = pl.DataFrame(
+        {"kind": ["idle_capacity", "hotspot"], "severity": ["low", "high"]}
+    ).join(summaries.hints.drop("kind", "severity", "share_of"), how="cross")
+    older = older.select([c for c in summaries.hints.columns if c != "share_of"])
+    folder = summaries.save(tmp_path / "s")
+    older.write_parquet(folder / "hints.parquet")
+    # WHEN it is loaded
+    back = Summaries.load(folder)
+    # THEN the hints have the column in its place, read from the kind
+    assert back.hints.columns == summaries.hints.columns
+    shares = dict(zip(back.hints["kind"], back.hints["share_of"], strict=False))
+    assert shares == {"idle_capacity": "slot_time", "hotspot": "run"}
