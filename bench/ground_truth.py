@@ -1041,6 +1041,11 @@ def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         else None
     )
     kinds = sorted({e["kind"] for e in with_hint})
+    per_round = [
+        e["predicted_s"] / e["measured_s"]
+        for e in applied
+        if e["predicted_s"] is not None and e["measured_s"] and e["measured_s"] > 0
+    ]
     return {
         "kind": " / ".join(kinds) or None,
         "hinted": len(with_hint),
@@ -1049,6 +1054,7 @@ def _medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "predicted_no_lag_s": _median_of(with_hint, "predicted_no_lag_s"),
         "measured_s": measured,
         "ratio": ratio,
+        "round_ratios": per_round,
         "within_30": ratio is not None and abs(ratio - 1) <= TOLERANCE,
         "wall_saving_s": _median_of(rounds, "wall_saving_s"),
         "loads": [e["load"] for e in rounds if e["load"] is not None],
@@ -1071,7 +1077,7 @@ def compare_table(results: dict[str, Any]) -> str:
     medians over the rounds, as Markdown."""
     rows = [
         "| workload | hint | applied | predicted | predicted, no lags "
-        "| measured by compare | predicted / measured | wall saving "
+        "| measured by compare | predicted / measured (rounds) | wall saving "
         "| load average | within ±30% |",
         "|---|---|---|---:|---:|---:|---:|---:|---|---|",
     ]
@@ -1081,6 +1087,9 @@ def compare_table(results: dict[str, Any]) -> str:
             continue
         n = len(c["rounds"])
         ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.2f}"
+        if c["round_ratios"]:
+            low, high = min(c["round_ratios"]), max(c["round_ratios"])
+            ratio += f" ({low:.2f}-{high:.2f})"
         within = "yes" if c["within_30"] else "no"
         if not c["hinted"]:
             ratio, within = "n/a", "n/a"
