@@ -43,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from .windows import range_coverage, range_members
+from .windows import range_coverage, range_members, window_floor
 
 __all__ = [
     "SnapshotWarning",
@@ -102,7 +102,7 @@ def default_origin(first_start_ns: int, window_ns: int) -> int:
     >>> default_origin(1_234_567, 1_000_000)
     1000000
     """
-    return (first_start_ns // window_ns) * window_ns
+    return window_floor(first_start_ns, window_ns)
 
 
 def trace_origin(trace: pl.DataFrame, window_ns: int) -> int:

@@ -4,6 +4,9 @@ Each rule of DESIGN §4 that turns trace rows into window pieces has its one
 owner here, written as polars expressions and small frame functions; every
 engine (batch, online, Spark) and the report call them:
 
+* :func:`window_floor` and :func:`window_ceil`: the window boundary at or
+  before, at or after a time (the live engines' watermark and the default
+  origin, :func:`~sparktrail.pag.snapshot.default_origin`, use them);
 * :func:`window_range` and :func:`listed_windows`, :func:`pieces`,
   :func:`touches`: which windows a row lies in, and which windows exist;
 * :func:`coarse_range`: a cheaper range that holds the exact one, for
@@ -69,6 +72,8 @@ __all__ = [
     "touches",
     "touching",
     "trace_row",
+    "window_ceil",
+    "window_floor",
     "window_range",
 ]
 
@@ -100,6 +105,27 @@ class WindowRange(NamedTuple):
 def _check(window_ns: int) -> None:
     if window_ns <= 0:
         raise InputError(f"window_ns must be positive, got {window_ns!r}")
+
+
+def window_floor(time_ns: int, window_ns: int, origin_ns: int = 0) -> int:
+    """The start of the window holding ``time_ns``: the last boundary
+    ``origin_ns + k * window_ns`` at or before it (any integer ``k``).
+
+    >>> window_floor(25, 10), window_floor(20, 10), window_floor(-5, 10)
+    (20, 20, -10)
+    >>> window_floor(25, 10, origin_ns=3)
+    23
+    """
+    return origin_ns + (time_ns - origin_ns) // window_ns * window_ns
+
+
+def window_ceil(time_ns: int, window_ns: int, origin_ns: int = 0) -> int:
+    """The first window boundary at or after ``time_ns``.
+
+    >>> window_ceil(25, 10), window_ceil(20, 10), window_ceil(-5, 10)
+    (30, 20, 0)
+    """
+    return origin_ns - (-(time_ns - origin_ns) // window_ns) * window_ns
 
 
 def window_range(window_ns: int, origin_ns: int = 0) -> WindowRange:

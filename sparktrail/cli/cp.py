@@ -15,6 +15,7 @@ import polars as pl
 from sparktrail.engines import summarize
 from sparktrail.errors import InputError
 from sparktrail.pag import read_trace
+from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
 
@@ -47,9 +48,14 @@ def register(subparsers: Any) -> None:
 
 
 def whole_trace_window(trace: pl.DataFrame) -> tuple[int, int]:
-    """Origin and length of one window covering every event of ``trace``."""
-    first = int(trace["start_ns"].min())  # type: ignore[arg-type]
-    last = int(trace.select(pl.max_horizontal("start_ns", "end_ns").max()).item())
+    """Origin and length of one window covering every event of ``trace``:
+    from its first to its last event (:func:`~sparktrail.pag.chunk_cp.trace_extent`,
+    the extent the pag gives a trace's paths).
+
+    >>> whole_trace_window(pl.DataFrame({"start_ns": [5, 2], "end_ns": [9, 1]}))
+    (1, 8)
+    """
+    first, last = trace_extent(trace)
     return first, max(last - first, 1)
 
 
