@@ -28,6 +28,7 @@ from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.run_shares import windows_extent
 
 from . import figures, spark_tables, stream_figures
 from .html_pages import write_page
@@ -107,11 +108,11 @@ def window_text(summaries: Summaries) -> str:
 def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) -> str:
     windows = summaries.windows
     rows = [("input", title), ("window size", window_text(summaries))]
-    if windows.is_empty():
+    extent = windows_extent(windows)
+    if extent is None:
         rows.append(("windows", "0"))
     else:
-        first = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
-        last = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+        first, last = extent
         with_paths = int(windows[HAS_PATHS].sum())
         rows += [
             ("windows", f"{len(windows)} ({with_paths} with a critical path)"),

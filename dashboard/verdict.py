@@ -27,11 +27,11 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.context import AppContext, local_cores
-from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
 from sparktrail.summaries.hints import share_of_saved, shown_hints
 from sparktrail.summaries.operator import stage_label
+from sparktrail.summaries.run_shares import windows_extent
 
 from .figures import SHARE_ONLY, saving_text
 
@@ -167,11 +167,10 @@ def _span_ns(summaries: Summaries) -> int | None:
     context = summaries.context
     if context.start_ns is not None and context.end_ns is not None:
         return max(0, context.end_ns - context.start_ns)
-    windows = summaries.windows
-    if windows.is_empty():
+    extent = windows_extent(summaries.windows)
+    if extent is None:
         return None
-    first = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
-    last = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+    first, last = extent
     start = context.start_ns if context.start_ns is not None else first
     return max(0, last - start)
 

@@ -64,6 +64,7 @@ from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext, local_cores
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_TOTAL, HAS_PATHS
+from sparktrail.summaries.run_shares import windows_extent
 
 from .profiler import Profile
 
@@ -371,9 +372,9 @@ def wall_ns(profile: Profile) -> int:
     >>> wall_ns(profile(t, 10))
     30
     """
-    windows = profile.summaries.windows
-    if not windows.is_empty():
-        return int(windows[WINDOW_END_NS].max()) - int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
+    extent = windows_extent(profile.summaries.windows)
+    if extent is not None:
+        return extent[1] - extent[0]
     ctx = profile.summaries.context
     if ctx.start_ns is not None and ctx.end_ns is not None:
         return max(0, ctx.end_ns - ctx.start_ns)

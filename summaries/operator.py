@@ -27,11 +27,11 @@ from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
 from .task_table import task_facts
 
 __all__ = [
+    "STAGE_PREFIX",
     "operator_from_partial",
     "operator_partial",
     "operator_summary",
     "operators_and_stages",
-    "STAGE_PREFIX",
     "stage_label",
     "stage_name",
 ]

@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import polars as pl
 
+from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
+
 from .frames import SPAN
 
 __all__ = [
@@ -19,8 +21,10 @@ __all__ = [
     "Frame",
     "n_path_windows",
     "path_windows",
+    "run_share",
     "whole_run",
     "window_span",
+    "windows_extent",
     "with_paths",
 ]
 
@@ -29,6 +33,8 @@ __all__ = [
 #: :meth:`~sparktrail.summaries.partials.Partials.of` collects them in one
 #: batch (:func:`~sparktrail.pag.query_engine.collect_all`).
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+#: A CP sum: a number, or a polars expression of one.
+_Share = TypeVar("_Share", float, pl.Expr)
 
 
 WINDOW = ["window_start_ns", "window_end_ns"]
@@ -63,6 +69,32 @@ def n_path_windows(windows: pl.DataFrame) -> int:
     return max(1, int(windows.select(span.filter("has_paths").sum()).item()))
 
 
+def run_share(cp: _Share, n_windows: int) -> _Share:
+    """A CP summed over the run's windows (a stretch's counted for each
+    window it stands for) as a share of the whole run's critical path:
+    its mean over the ``n_windows`` with a path (:func:`n_path_windows`).
+
+    >>> run_share(1.5, 3), run_share(0.0, 0)
+    (0.5, 0.0)
+    """
+    return cp / max(1, n_windows)
+
+
+def windows_extent(windows: pl.DataFrame) -> tuple[int, int] | None:
+    """The time the run's windows cover: the first one's start and the
+    last one's end (``None`` without a window).
+
+    >>> windows_extent(pl.DataFrame({"window_start_ns": [10, 0],
+    ...     "window_end_ns": [20, 10]}))
+    (0, 20)
+    """
+    if windows.is_empty():
+        return None
+    first = windows[WINDOW_START_NS].min()
+    last = windows[WINDOW_END_NS].max()
+    return int(first), int(last)  # type: ignore[arg-type]
+
+
 def with_paths(per_window: Frame, windows: Frame) -> Frame:
     """The rows of ``per_window`` in the windows that have a path."""
     starts = windows.filter("has_paths").select("window_start_ns")
@@ -94,7 +126,10 @@ def whole_run(
         how="left",
     ).with_columns(pl.col(SPAN).fill_null(1))
     return weighted.group_by(keys).agg(
-        *[((pl.col(c) * pl.col(SPAN)).sum() / n_windows).alias(c) for c in shares],
+        *[
+            run_share((pl.col(c) * pl.col(SPAN)).sum(), n_windows).alias(c)
+            for c in shares
+        ],
         *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
         *[pl.col(c).sum() for c in summed],
     )

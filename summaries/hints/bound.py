@@ -31,6 +31,8 @@ import polars as pl
 
 from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
+from ..operator import stage_label
+from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .partitions import over_partitioned_stages
@@ -53,9 +55,8 @@ def _top_stage(ctx: Context, *activities: str) -> int | None:
 def _site(ctx: Context, stage_id: int) -> str:
     row = ctx.operator.filter(pl.col("stage_id") == stage_id)
     if row.is_empty():
-        return f"stage {stage_id}"
-    site = row["call_site"][0] or row["name"][0]
-    return f"stage {stage_id} ({site})" if site else f"stage {stage_id}"
+        return stage_label(stage_id)
+    return stage_label(stage_id, row["call_site"][0] or row["name"][0])
 
 
 def scheduling_bound(ctx: Context) -> list[Hint]:
@@ -234,7 +235,7 @@ def _jobs(ctx: Context) -> pl.DataFrame:
 def _intervals(ctx: Context) -> list[dict[str, Any]]:
     """Every driver interval with CP, largest first, placed among the jobs."""
     rows = ctx.partials.driver.select(
-        "edge_index", (pl.col("cp") / ctx.n_windows).alias("cp_share")
+        "edge_index", run_share(pl.col("cp"), ctx.n_windows).alias("cp_share")
     ).sort([pl.col("cp_share").round(9), "edge_index"], descending=[True, False])
     jobs = _jobs(ctx)
     out = []

@@ -55,6 +55,7 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext, ExecutorLife, Failure
 
+from ..operator import stage_label
 from .capacity import duration_ns
 from .hint import Hint
 from .inputs import Context
@@ -211,10 +212,8 @@ class _Run:
         return None
 
     def where(self, stage: int | None) -> str:
-        if stage is None:
-            return "a stage"
-        label = self.ctx.stage_labels.get(stage)
-        return f"stage {stage} ({label})" if label else f"stage {stage}"
+        label = None if stage is None else self.ctx.stage_labels.get(stage)
+        return stage_label(stage, label)
 
     def hint(
         self,

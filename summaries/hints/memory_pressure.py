@@ -50,6 +50,8 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 
+from ..operator import stage_label
+from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled
@@ -189,8 +191,7 @@ def memory_of(ctx: Context) -> Memory:
 
 
 def _where(ctx: Context, stage_id: int) -> str:
-    label = ctx.stage_labels.get(stage_id)
-    return f"stage {stage_id} ({label})" if label else f"stage {stage_id}"
+    return stage_label(stage_id, ctx.stage_labels.get(stage_id))
 
 
 def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
@@ -232,7 +233,7 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
     return [
         {
             "stage_id": r["stage_id"],
-            "gc_cp_share": r["cp"] / ctx.n_windows,
+            "gc_cp_share": run_share(r["cp"], ctx.n_windows),
             "gc_cp_ns": gc_ns * r["cp"] / total,
             "part": r["cp"] / total,
             "gc_ns": r["gc_ns"],

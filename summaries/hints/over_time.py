@@ -42,6 +42,8 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SplitPartition
 
+from ..operator import stage_label
+from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .stream_progress import after_first, falling_behind, first_batch_ids
@@ -68,7 +70,7 @@ def operator_keys(ctx: Context) -> dict[int, str]:
     ops = ctx.operator.filter(pl.col("stage_id").is_not_null())
     keys = {}
     for stage, operator, name in ops.select("stage_id", "operator", "name").iter_rows():
-        keys[int(stage)] = name or operator or f"stage {stage}"
+        keys[int(stage)] = name or operator or stage_label(stage)
     return keys
 
 
@@ -214,7 +216,7 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     )
     runs: dict[str, list[dict[str, Any]]] = {}
     for row in hot.iter_rows(named=True):
-        key = keys.get(row["stage_id"], f"stage {row['stage_id']}")
+        key = keys.get(row["stage_id"], stage_label(row["stage_id"]))
         runs.setdefault(key, []).append(row)
     hints = []
     for operator, found in runs.items():
@@ -223,7 +225,7 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
         if len(found) < opts.moving_min_runs or moves < opts.moving_min_moves:
             continue
         stages = [r["stage_id"] for r in found]
-        cp = sum(stage_cp.get(s, 0.0) for s in stages) / ctx.n_windows
+        cp = run_share(sum(stage_cp.get(s, 0.0) for s in stages), ctx.n_windows)
         distinct = sorted(set(partitions))
         worst = max(found, key=lambda r: r["skew"])
         busy = streaming_busy_ns(ctx, stages)
@@ -350,7 +352,7 @@ def state_skew(ctx: Context) -> list[Hint]:
     keys = operator_keys(ctx)
     shares: dict[str, list[float]] = {}
     for stage, share in stages.select("stage_id", "share").iter_rows():
-        key = keys.get(stage, f"stage {stage}")
+        key = keys.get(stage, stage_label(stage))
         shares.setdefault(key, []).append(float(share or 0.0))
     typical = {key: statistics.median(found) for key, found in shares.items()}
     skewed = (
@@ -372,17 +374,18 @@ def state_skew(ctx: Context) -> list[Hint]:
         if len(found) >= STATE_SKEW_MIN_BATCHES
         and typical[key] >= opts.state_skew_min_share
     }
+    steady_stages = [
+        s for s in stages["stage_id"].to_list() if keys.get(s, stage_label(s)) in steady
+    ]
     persistent = (pl.col("_total") >= STATE_SKEW_STEADY_ROWS) & pl.col(
         "stage_id"
-    ).is_in(
-        [s for s in stages["stage_id"].to_list() if keys.get(s, f"stage {s}") in steady]
-    )
+    ).is_in(steady_stages)
     found = stages.filter(skewed & (large | on_path | persistent)).with_columns(
         large.alias("large"), on_path.alias("on_path")
     )
     hints = []
     for row in found.iter_rows(named=True):
-        operator = keys.get(row["stage_id"], f"stage {row['stage_id']}")
+        operator = keys.get(row["stage_id"], stage_label(row["stage_id"]))
         if typical[operator] < opts.state_skew_min_share:
             continue  # skewed in a batch or two of many: no trend
         busy = streaming_busy_ns(ctx, [row["stage_id"]])

@@ -62,6 +62,7 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import StagePartitions
 
+from ..operator import stage_label
 from .hint import Hint
 from .inputs import Context
 from .wording import fmt_s
@@ -253,10 +254,8 @@ def _split(s: dict[str, Any], partitions: int) -> str:
 def _action(
     ctx: Context, op: dict[str, Any], s: dict[str, Any], pi: int, partitions: int
 ) -> str:
-    where = op["call_site"] or op["name"] or f"stage {op['stage_id']}"
-    head = (
-        f"stage {op['stage_id']} ({where}) is {op['cp_share']:.0%} of the critical path"
-    )
+    where = stage_label(op["stage_id"], op["call_site"] or op["name"])
+    head = f"{where} is {op['cp_share']:.0%} of the critical path"
     if s["records"] > 0:
         head += (
             f"; its true rate is {s['true_rate']:.3g} records/s per slot "

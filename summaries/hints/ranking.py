@@ -24,6 +24,7 @@ from dataclasses import replace
 from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
+from ..operator import stage_label
 from .hint import Hint, rated, saving_severity
 from .inputs import Context
 from .over_time import (
@@ -119,7 +120,7 @@ def merge_repeats(
     out: list[Hint] = []
     for hint in hints:
         if hint.kind in STAGE_KINDS and hint.stage_id is not None:
-            key = keys.get(hint.stage_id, f"stage {hint.stage_id}")
+            key = keys.get(hint.stage_id, stage_label(hint.stage_id))
             groups[(hint.kind, key)].append(hint)
         else:
             out.append(hint)

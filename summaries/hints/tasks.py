@@ -42,7 +42,7 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 
-from ..operator import stage_name
+from ..operator import stage_label, stage_name
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled, can_speculate
@@ -105,7 +105,7 @@ def _critical_with_stage_stats(
 
 def _where(task: dict[str, Any]) -> str:
     site = task["call_site"] or task["name"] or "unknown call site"
-    return f"partition {task['partition']} of stage {task['stage_id']} ({site})"
+    return f"partition {task['partition']} of {stage_label(task['stage_id'], site)}"
 
 
 def _base_evidence(task: dict[str, Any]) -> dict[str, Any]:
