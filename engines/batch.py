@@ -14,7 +14,12 @@ from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.streams import StreamBatch
-from sparktrail.pag.trace import Trace, TraceLike, load_trace
+from sparktrail.pag.trace import (
+    Trace,
+    TraceLike,
+    load_trace,
+    release_mapped_pages,
+)
 from sparktrail.pag.windows import (
     MIN_STRETCH,
     coarse_range,
@@ -181,6 +186,7 @@ def cp_chunks(
     )
     if len(batches) > 1:  # one batch reads the whole trace: nothing to bucket
         rows_of = chunk_candidates(frame, window, origin, batches)
+    release_mapped_pages()  # the passes over the whole trace's times
     for done, (ts, te, span) in enumerate(batches, 1):
         # A stretch is one window as long as it (plain_stretches).
         length, start = (te - ts, ts) if span else (window, origin)
@@ -199,6 +205,9 @@ def cp_chunks(
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
         del rows
+        # The trace file's pages this batch read (DESIGN §10: resident
+        # memory follows a batch, not the trace).
+        release_mapped_pages()
         yield cp, span or 1, done, len(batches)
 
 

@@ -38,7 +38,13 @@ from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
 from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
-from sparktrail.pag.trace import Trace, TraceLike, load_trace, validate_trace
+from sparktrail.pag.trace import (
+    Trace,
+    TraceLike,
+    load_trace,
+    release_mapped_pages,
+    validate_trace,
+)
 from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS
@@ -325,4 +331,5 @@ def profile(
         cp = critical_participation(frame.clear(), 1)  # no path: no rows
     else:
         cp = window_cp(frame, *window)
+    release_mapped_pages()
     return Profile(summaries, cp, name or "trace", frame.height)

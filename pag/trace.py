@@ -29,7 +29,9 @@ Assumptions
 
 from __future__ import annotations
 
+import mmap
 import os
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,7 @@ __all__ = [
     "load_trace",
     "read_context",
     "read_trace",
+    "release_mapped_pages",
     "trace_file_names",
     "trace_files",
     "validate_trace",
@@ -467,12 +470,40 @@ def trace_file_names(root: str | os.PathLike[str]) -> list[str]:
     return found
 
 
+#: The trace files read, mapped: their frames' columns point into them.
+_MAPPED: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+
+
+def release_mapped_pages() -> None:
+    """Unmap the pages of the trace files read so far from this process.
+
+    A frame read by :func:`read_trace` points into its file's memory map
+    (no copy), and every page a pass touched stays resident, counted in
+    the process's RSS: a pass over the whole trace would leave the whole
+    file resident. The pages stay in the kernel's page cache; a later read
+    maps them back in (a minor fault), so a caller that works through the
+    trace a part at a time (:func:`~sparktrail.engines.batch.summarize`)
+    calls this between parts and keeps RSS to the part it works on
+    (DESIGN §10).
+    """
+    for mapped in list(_MAPPED):
+        if not mapped.closed:
+            mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def _read_file(path: Path) -> pl.DataFrame:
     try:
-        with pa.memory_map(str(path), "r") as source:
-            return _read_source(source, path)
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size == 0:  # mmap refuses it
+                return _read_source(pa.BufferReader(b""), path)
+            # Python's map (not pyarrow's): its pages can be given back.
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as err:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
+    _MAPPED.add(mapped)
+    frame = _read_source(pa.BufferReader(pa.py_buffer(mapped)), path)
+    mapped.madvise(mmap.MADV_DONTNEED)  # the validation read every page
+    return frame
 
 
 def decode_trace(

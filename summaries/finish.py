@@ -12,7 +12,7 @@ import warnings
 import polars as pl
 
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
 from sparktrail.whatif import Replay
 
 from .activity import activity_from_partial
@@ -162,6 +162,7 @@ def summaries_from_partials(
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
+    release_mapped_pages()  # each pass over the trace leaves its pages (§10)
     context = Context(
         partials,
         valid.frame,
@@ -175,6 +176,8 @@ def summaries_from_partials(
         valid.context,
         built_replay=replay,
     )
+    hints = rebalancing_hints(context)
+    release_mapped_pages()
     return Summaries(
         activity=activity,
         activity_by_window=activity_from_partial(
@@ -184,7 +187,7 @@ def summaries_from_partials(
         executor=executor,
         operator=operator,
         communication=communication,
-        hints=rebalancing_hints(context),
+        hints=hints,
         windows=windows,
         window_ns=window_ns,
         origin_ns=origin_ns,

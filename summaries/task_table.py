@@ -9,7 +9,7 @@ import functools
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
-from sparktrail.pag.trace import Trace, load_trace
+from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
 
@@ -195,10 +195,11 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
     rows = keyed["row"]
     del keyed
-    parts = [
-        _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], absent)
-        for k in range(len(starts))
-    ]
+    release_mapped_pages()  # the pass over every row's task id (DESIGN §10)
+    parts = []
+    for k in range(len(starts)):
+        parts.append(_task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], absent))
+        release_mapped_pages()
     return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
 
 

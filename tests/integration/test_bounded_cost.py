@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from bench.bounded_cost import BUDGET_BYTES, BUDGET_S, Run, profile_in_child
 from bench.public_hints import event_logs
+from sparktrail.pag.trace import read_trace, release_mapped_pages, write_trace
 from sparktrail.summaries import Summaries
 from tests.paths import EVENTLOGS, SHARED_LOG
 
@@ -105,3 +107,43 @@ def test_a_timestamp_outlier_is_set_aside_and_named(name: str, tmp_path: Path) -
     windows = Summaries.load(tmp_path / "out" / "summaries").windows
     span_ns = windows["window_end_ns"].max() - windows["window_start_ns"].min()
     assert span_ns < 3600 * 10**9, span_ns
+
+
+def _file_backed_bytes() -> int:
+    """This process's resident file-backed bytes (``RssFile``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+def test_a_read_trace_keeps_no_pages_of_its_file_resident(tmp_path: Path) -> None:
+    # GIVEN a trace file of 2*10^6 rows (about 100 MB)
+    n = 2_000_000
+    frame = pl.DataFrame(
+        {
+            "src_worker": ["exec-1/0"] * n,
+            "dst_worker": ["exec-1/0"] * n,
+            "start_ns": range(0, 2 * n, 2),
+            "end_ns": range(1, 2 * n, 2),
+            "activity": ["processing"] * n,
+            "task_id": range(n),
+        }
+    )
+    path = write_trace(frame, tmp_path / "t.arrow")
+    size = path.stat().st_size
+    del frame
+    before = _file_backed_bytes()
+    # WHEN it is read (validated: every page read once)
+    trace = read_trace(path)
+    # THEN its pages are not left resident
+    assert _file_backed_bytes() - before < size // 4, (size, before)
+    # and a pass over every column maps them back, and the release unmaps them
+    sums = trace.select(pl.col("start_ns", "end_ns", "task_id").sum()).row(0)
+    workers = trace["src_worker"].n_unique()
+    assert _file_backed_bytes() - before > size // 4
+    release_mapped_pages()
+    assert _file_backed_bytes() - before < size // 4
+    # with the frame unchanged
+    assert trace.select(pl.col("start_ns", "end_ns", "task_id").sum()).row(0) == sums
+    assert trace["src_worker"].n_unique() == workers == 1
