@@ -83,15 +83,16 @@ import numpy as np
 import polars as pl
 
 from sparktrail.cli.serve import live_loader
-from sparktrail.dashboard.app import GRAPHS, create_app
+from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.live_view import LATEST, LiveLoader, UpdateThread
+from sparktrail.dashboard.page_content import GRAPHS
 from sparktrail.pag.memory import retain_freed_memory
 from sparktrail.pag.trace import write_trace
 from sparktrail.synthetic import ACTIVITY_CYCLE
 
 WINDOW_NS = 1_000_000_000  # sparktrail serve --window default
 LATENESS_NS = 2_000_000_000  # sparktrail serve --lateness default
-PAGE_TICK_S = 0.25  # dcc.Interval(interval=250) in dashboard/app.py
+PAGE_TICK_S = 0.25  # dcc.Interval(interval=250) in dashboard/page_layout.py
 WORKERS = 16
 FLUSH_S = (0.10, 0.25)
 OPERATORS = ("Scan parquet", "HashAggregate", "Exchange", "SortMergeJoin")

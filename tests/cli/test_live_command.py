@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from sparktrail.cli import main
-from sparktrail.dashboard.app import GRAPHS, page_figures
 from sparktrail.dashboard.live_view import LATEST, load_report
+from sparktrail.dashboard.page_content import GRAPHS, page_figures
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace
 from sparktrail.summaries import Summaries

@@ -17,8 +17,9 @@ import polars as pl
 import pytest
 
 from sparktrail.cli.serve import live_loader
-from sparktrail.dashboard.app import GRAPHS, create_app
+from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.live_view import UpdateThread, closed_label
+from sparktrail.dashboard.page_content import GRAPHS
 from sparktrail.pag import write_trace
 from tests.dashboard.browser_support import (
     GRAPH_DATA,

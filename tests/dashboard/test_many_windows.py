@@ -17,21 +17,16 @@ import polars as pl
 import pytest
 
 from sparktrail.cli.serve import live_loader
-from sparktrail.dashboard.app import (
-    GRAPHS,
-    MAX_BARS,
-    PICKER_WINDOWS,
-    coarsen_activity,
-    create_app,
-    page_figures,
-    picker_options,
-)
+from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.live_view import (
     LATEST,
     StaticSource,
     ViewState,
 )
+from sparktrail.dashboard.over_time_chart import MAX_BARS, coarsen_activity
+from sparktrail.dashboard.page_content import GRAPHS, page_figures
 from sparktrail.dashboard.whole_run import WHOLE_RUN
+from sparktrail.dashboard.window_picker import PICKER_WINDOWS, picker_options
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.pag import write_trace

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from sparktrail.dashboard.app import MAX_BARS, PICKER_WINDOWS, create_app
+from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.live_view import StaticSource, ViewState
+from sparktrail.dashboard.over_time_chart import MAX_BARS
+from sparktrail.dashboard.window_picker import PICKER_WINDOWS
 from tests.dashboard.browser_support import (
     GRAPH_DATA,
     TIMELINE_TITLE,

@@ -25,8 +25,10 @@ import pytest
 from sparktrail.cli import build_parser
 from sparktrail.cli.serve import live_loader
 from sparktrail.dashboard import app as app_module
-from sparktrail.dashboard.app import GRAPHS, create_app, serve, well_formed
+from sparktrail.dashboard.app import create_app, serve
+from sparktrail.dashboard.dash_server import well_formed
 from sparktrail.dashboard.live_view import LATEST, UpdateThread
+from sparktrail.dashboard.page_content import GRAPHS
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
 from tests.dashboard.serving import served

@@ -9,8 +9,8 @@ import polars as pl
 
 from sparktrail import summarize
 from sparktrail.dashboard import spark_tables
-from sparktrail.dashboard.app import TABLES, WHOLE_RUN_TABLES, table_data
 from sparktrail.dashboard.live_view import ViewState, WindowView
+from sparktrail.dashboard.page_content import TABLES, WHOLE_RUN_TABLES, table_data
 from sparktrail.dashboard.whole_run import whole_run_view
 from sparktrail.summaries.stage_stats import EXECUTOR_STATS, STAGE_STATS
 from tests.summaries.builders import MS, Trace, balanced
@@ -89,7 +89,7 @@ def test_table_data_of_a_window_and_of_the_live_whole_run() -> None:
 
 
 def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
-    from sparktrail.dashboard.app import EMPTY_HINTS_HEIGHT, page_figures
+    from sparktrail.dashboard.page_content import EMPTY_HINTS_HEIGHT, page_figures
 
     s = summarize(balanced(), 100 * MS)
     assert s.hints.filter(pl.col("severity") != "info").is_empty()

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from sparktrail import summarize
-from sparktrail.dashboard.app import stream_panel
 from sparktrail.dashboard.live_view import ViewState, WindowView
+from sparktrail.dashboard.page_content import stream_panel
 from sparktrail.dashboard.stream_figures import batch_frame, stream_progress
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.streams import StreamBatch, StreamSource
@@ -77,7 +77,7 @@ def test_no_batches_says_so_and_the_dashboard_hides_the_panel() -> None:
 
 
 def test_a_click_on_a_batch_selects_the_window_its_trigger_started_in() -> None:
-    from sparktrail.dashboard.app import clicked_batch
+    from sparktrail.dashboard.window_picker import clicked_batch
 
     s = summarize(balanced(), 100 * MS)
     views = tuple(

@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from sparktrail.dashboard.app import headline
 from sparktrail.dashboard.live_view import ViewState, WindowView
+from sparktrail.dashboard.page_content import headline
 from sparktrail.dashboard.verdict import NO_JOB, header_facts, header_line, verdict
 from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
 from sparktrail.summaries import Summaries

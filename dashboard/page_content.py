@@ -1,0 +1,293 @@
+"""What each part of the page holds for the picked view.
+
+Pure functions of a :class:`~sparktrail.dashboard.live_view.ViewState` and
+the picker's value: the graphs (component ids in :data:`GRAPHS`), the
+tables (:data:`TABLES`), the header and verdict, the communication and
+streaming sections. The callbacks of
+:mod:`~sparktrail.dashboard.page_callbacks` only call these; each reads
+the snapshot's precomputed summaries and the pure builders of
+:mod:`~sparktrail.dashboard.figures`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+import polars as pl
+
+from sparktrail.pag.schemas import WINDOW_START_NS
+from sparktrail.summaries.hints import shown_hints
+
+from . import figures, spark_tables, stream_figures
+from .live_view import ViewState, WindowView, closed_label
+from .over_time_chart import activity_figure, window_shading
+from .verdict import header_facts, verdict
+from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, whole_run_view
+
+__all__ = [
+    "CAPTIONS",
+    "DEFAULT_HEIGHT",
+    "EMPTY_HINTS_HEIGHT",
+    "GRAPHS",
+    "TABLES",
+    "WAITING",
+    "WHOLE_RUN_TABLES",
+    "communication_panel",
+    "headline",
+    "is_whole_run",
+    "page_figures",
+    "pick_view",
+    "sized",
+    "stream_panel",
+    "table_data",
+    "unreadable",
+    "window_figures",
+]
+
+#: Graph component id -> what it shows, in page order.
+GRAPHS: dict[str, str] = {
+    "activity-summary": "Critical path by activity over time",
+    "straggler-summary": "Workers: share of the critical path vs fair share",
+    "operator-summary": "Operators (call site and plan node, across stages)",
+    "communication-summary": "Communication channels",
+    "critical-timeline": "Timeline of the selected window",
+    "hints": "Rebalancing hints",
+}
+
+
+#: Graph component id -> the one line under it (figures.CAPTIONS).
+CAPTIONS: dict[str, str] = {
+    "activity-summary": figures.CAPTIONS["activity"]
+    + " Click a bar to show its window below.",
+    "straggler-summary": figures.CAPTIONS["straggler"],
+    "operator-summary": figures.CAPTIONS["operator"],
+    "communication-summary": figures.CAPTIONS["communication"],
+    "critical-timeline": figures.CAPTIONS["timeline"],
+    "hints": figures.CAPTIONS["hints"],
+}
+
+
+#: Table component id -> (heading, Summaries frame, columns, caption).
+TABLES: dict[str, tuple[str, str, dict[str, spark_tables.Column], str]] = {
+    "stage-table": (
+        "Stages",
+        "stages",
+        spark_tables.STAGE_COLUMNS,
+        spark_tables.STAGE_TABLE_CAPTION,
+    ),
+    "executor-table": (
+        "Executors",
+        "executors",
+        spark_tables.EXECUTOR_COLUMNS,
+        spark_tables.EXECUTOR_TABLE_CAPTION,
+    ),
+}
+
+
+#: What a table says when the view has no rows for it.
+WHOLE_RUN_TABLES = (
+    "whole-run tables need the whole trace: `sparktrail profile` writes them; "
+    "pick a window for its tables"
+)
+
+
+DEFAULT_HEIGHT = 420
+
+
+#: The hints panel's height when it holds a sentence instead of a table.
+EMPTY_HINTS_HEIGHT = 160
+
+
+WAITING = "waiting for the first window to close…"
+
+
+def _empty(snapshot: ViewState) -> dict[str, go.Figure]:
+    message = WAITING if snapshot.live else snapshot.status
+    if snapshot.status.startswith(("error", snapshot.source)):
+        message = snapshot.status
+    return {key: figures.empty_figure(message) for key in GRAPHS}
+
+
+def _timeline(view: WindowView, whole: bool) -> go.Figure:
+    rows = view.cp
+    if rows is None:
+        return figures.empty_figure(
+            "no CP rows for this view (a report without critical_window.parquet)"
+        )
+    if rows[WINDOW_START_NS].n_unique() > 1:  # a report's CP of several windows
+        rows = rows.filter(pl.col(WINDOW_START_NS) == rows[WINDOW_START_NS].max())
+    label = view.label
+    if not rows.is_empty():
+        start, end = int(rows["window_start_ns"][0]), int(rows["window_end_ns"][0])
+        if whole:  # the timeline of the whole run is its most critical window
+            label = f"{closed_label(start, end)}, the most critical of the run"
+    fig = figures.critical_gantt(
+        rows, f"Window {label}: edges coloured by critical participation"
+    )
+    fig.update_layout(uirevision=view.key)
+    return fig
+
+
+def pick_view(snapshot: ViewState, key: object) -> WindowView | None:
+    """The view a picker value names: the whole run, or a window."""
+    if key == WHOLE_RUN and snapshot.live:
+        return whole_run_view(snapshot)
+    return snapshot.window(key)
+
+
+def is_whole_run(snapshot: ViewState, view: WindowView) -> bool:
+    """Whether ``view`` is the whole run (a report's one view is)."""
+    return view.key == WHOLE_RUN or not snapshot.live
+
+
+def window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure]:
+    summaries = view.summaries
+    hints = figures.hints_table(shown_hints(summaries.hints))
+    if view.key == WHOLE_RUN:
+        hints = figures.empty_figure(WHOLE_RUN_HINTS)
+    if len(hints.data) == 0:  # a sentence, first on the page: keep it short
+        hints.update_layout(height=EMPTY_HINTS_HEIGHT)
+    elif not summaries.hints.is_empty():  # long evidence wraps to several lines
+        hints.update_layout(height=min(1200, 150 + 110 * len(summaries.hints)))
+    return {
+        "straggler-summary": figures.straggler_bars(summaries.straggler),
+        "operator-summary": figures.operator_bars(summaries.operator),
+        "communication-summary": figures.communication_heatmap(summaries.communication),
+        "critical-timeline": _timeline(view, whole),
+        "hints": hints,
+    }
+
+
+def unreadable(view: WindowView, err: Exception) -> dict[str, go.Figure]:
+    message = f"window {view.label} could not be read: {type(err).__name__}"
+    return {key: figures.empty_figure(message) for key in GRAPHS}
+
+
+def sized(built: dict[str, go.Figure]) -> dict[str, go.Figure]:
+    for fig in built.values():  # a graph keeps an earlier figure's height
+        fig.update_layout(height=fig.layout.height or DEFAULT_HEIGHT)
+    return built
+
+
+def page_figures(snapshot: ViewState, key: object) -> dict[str, go.Figure]:
+    """Every graph of the page for the window picked by ``key``.
+
+    A pure function of the snapshot: the over-time chart shows every
+    window (runs of them merged into at most :data:`MAX_BARS` bars, the
+    picked one shaded), the others the picked window.
+
+    Examples
+    --------
+    >>> figs = page_figures(ViewState(source="t", status="starting"), None)
+    >>> sorted(figs) == sorted(GRAPHS)
+    True
+    """
+    view = pick_view(snapshot, key)
+    if view is None:
+        return _empty(snapshot)
+    try:
+        built = window_figures(view, is_whole_run(snapshot, view))
+    except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
+        return unreadable(view, err)
+    return sized({"activity-summary": activity_figure(snapshot, view)} | built)
+
+
+def communication_panel(snapshot: ViewState, key: object) -> tuple[dict[str, str], str]:
+    """The communication section's style and note for the picked view.
+
+    Hidden, with :data:`~sparktrail.dashboard.figures.ONE_EXECUTOR_NOTE`,
+    when the view's channels touch one executor (local mode): the heatmap
+    would be a blank 2×2 of the driver and that executor.
+    """
+    view = pick_view(snapshot, key)
+    try:
+        single = view is not None and figures.one_executor(view.summaries.communication)
+    except (OSError, pl.exceptions.PolarsError):
+        single = False
+    if single:
+        return {"display": "none"}, figures.ONE_EXECUTOR_NOTE
+    return {}, ""
+
+
+def headline(snapshot: ViewState, key: object) -> tuple[list[tuple[str, str]], str]:
+    """The application header's facts and the verdict for the picked view.
+
+    A report's header and verdict are its whole run's (as in the report).
+    While live, the header is the newest window's context (the run so far)
+    and the verdict the picked window's; the whole run has no hints
+    (:data:`~sparktrail.dashboard.whole_run.WHOLE_RUN_HINTS`), so its
+    verdict says what the critical path was made of. Nothing before the
+    first window.
+
+    >>> headline(ViewState(source="t", status="starting"), None)
+    ([], '')
+    """
+    view = pick_view(snapshot, key)
+    if view is None or not snapshot.windows:
+        return [], ""
+    try:
+        if not snapshot.live:
+            return header_facts(view.summaries), verdict(view.summaries)
+        facts = header_facts(snapshot.windows[-1].summaries, live=True)
+        if view.key == WHOLE_RUN:
+            return facts, verdict(view.summaries, hints_known=False)
+        return facts, f"This window: {verdict(view.summaries, window=True)}"
+    except (OSError, pl.exceptions.PolarsError):  # a store window gone
+        return [], ""
+
+
+def table_data(
+    snapshot: ViewState, key: object
+) -> list[tuple[list[dict[str, Any]], str]]:
+    """Each table's records and note for the picked view, in :data:`TABLES` order.
+
+    The note says why a table is empty: nothing closed yet, the live whole
+    run (:data:`WHOLE_RUN_TABLES`), or no task in the view.
+
+    >>> [note for _, note in table_data(ViewState(source="t", status="x"), None)]
+    ['waiting for the first window to close…', 'waiting for the first window to close…']
+    """
+    view = pick_view(snapshot, key)
+    out: list[tuple[list[dict[str, Any]], str]] = []
+    for _, frame_name, columns, _ in TABLES.values():
+        if view is None:
+            out.append(([], WAITING if snapshot.live else snapshot.status))
+            continue
+        try:
+            frame = getattr(view.summaries, frame_name)
+        except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
+            out.append(([], f"window {view.label} could not be read: {err}"))
+            continue
+        if frame.is_empty():
+            whole = snapshot.live and view.key == WHOLE_RUN
+            out.append(([], WHOLE_RUN_TABLES if whole else "no task ran in this view"))
+            continue
+        out.append((spark_tables.table_records(frame, columns), ""))
+    return out
+
+
+def stream_panel(
+    snapshot: ViewState, key: object = None
+) -> tuple[go.Figure | None, dict[str, str]]:
+    """The streaming section's figure and style: Spark's progress of the
+    run so far (the newest window's context), hidden without micro-batches;
+    the window the picker's ``key`` names is shaded, as on the over-time
+    chart.
+
+    >>> stream_panel(ViewState(source="t", status="starting"))
+    (None, {'display': 'none'})
+    """
+    if not snapshot.windows:
+        return None, {"display": "none"}
+    try:
+        app = snapshot.windows[-1].summaries.context
+    except (OSError, pl.exceptions.PolarsError):  # a store window gone
+        return None, {"display": "none"}
+    if not app.batches:
+        return None, {"display": "none"}
+    figure = stream_figures.stream_progress(app)
+    view = pick_view(snapshot, key)
+    if view is not None:
+        figure.update_layout(shapes=window_shading(snapshot, view, yref="paper"))
+    return figure, {"gridColumn": "1 / -1"}
