@@ -153,6 +153,42 @@ def waterfall(c: Comparison, top: int = WATERFALL_TOP) -> go.Figure:
     largest ``top``; the rest one bar), the unattributed rest, AFTER's
     wall time. Labels are cut to :data:`LABEL_CHARS`; the hover has the
     whole label, before, after and records."""
+    labels, full, values, hover = _waterfall_bars(c, top)
+    # Two labels may cut to the same text: plotly would merge their bars.
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label} ({seen[label]})"
+    measure = ["absolute", *["relative"] * (len(values) - 2), "total"]
+    fig = go.Figure(
+        go.Waterfall(
+            x=labels,
+            y=values,
+            measure=measure,
+            customdata=list(zip(full, hover, strict=True)),
+            hovertemplate="%{customdata[0]}<br>%{y:+.3g} s<br>%{customdata[1]}"
+            "<extra></extra>",
+            decreasing={"marker": {"color": "#2ca02c"}},
+            increasing={"marker": {"color": "#d62728"}},
+            totals={"marker": {"color": "#1f77b4"}},
+            connector={"line": {"color": "#999"}},
+        )
+    )
+    fig.update_layout(
+        title="Wall time, BEFORE to AFTER, by operator on the critical path",
+        yaxis_title="seconds",
+        xaxis_tickangle=-30,
+        margin={"b": 200},
+        showlegend=False,
+    )
+    return fig
+
+
+def _waterfall_bars(
+    c: Comparison, top: int
+) -> tuple[list[str], list[str], list[float], list[str]]:
+    """The waterfall's bars in order: label, whole label, seconds, hover."""
     ops = c.operators.filter(pl.col("operator") != UNATTRIBUTED)
     rest = c.operators.filter(pl.col("operator") == UNATTRIBUTED)
     shown = ops.head(top)
@@ -185,35 +221,7 @@ def waterfall(c: Comparison, top: int = WATERFALL_TOP) -> go.Figure:
     full.append("AFTER: " + c.after_name)
     values.append(c.wall_after_ns / 1e9)
     hover.append("")
-    # Two labels may cut to the same text: plotly would merge their bars.
-    seen: dict[str, int] = {}
-    for i, label in enumerate(labels):
-        seen[label] = seen.get(label, 0) + 1
-        if seen[label] > 1:
-            labels[i] = f"{label} ({seen[label]})"
-    measure = ["absolute", *["relative"] * (len(values) - 2), "total"]
-    fig = go.Figure(
-        go.Waterfall(
-            x=labels,
-            y=values,
-            measure=measure,
-            customdata=list(zip(full, hover, strict=True)),
-            hovertemplate="%{customdata[0]}<br>%{y:+.3g} s<br>%{customdata[1]}"
-            "<extra></extra>",
-            decreasing={"marker": {"color": "#2ca02c"}},
-            increasing={"marker": {"color": "#d62728"}},
-            totals={"marker": {"color": "#1f77b4"}},
-            connector={"line": {"color": "#999"}},
-        )
-    )
-    fig.update_layout(
-        title="Wall time, BEFORE to AFTER, by operator on the critical path",
-        yaxis_title="seconds",
-        xaxis_tickangle=-30,
-        margin={"b": 200},
-        showlegend=False,
-    )
-    return fig
+    return labels, full, values, hover
 
 
 def _count(value: Any) -> str:
@@ -338,27 +346,9 @@ def compare_layout(c: Comparison) -> Any:
     """The comparison as a Dash layout (``sparktrail serve --compare``): the
     verdict, the waterfall, the settings diff, the checked savings, then the
     operators and the regressions; the element ids are the report's."""
-    from dash import dcc
     from dash import html as dhtml
 
-    def table(built: Table) -> Any:
-        head, rows, note = built
-        if not rows:
-            return dhtml.P(note, className="note")
-        return dhtml.Table(
-            [
-                dhtml.Thead(dhtml.Tr([dhtml.Th(h) for h in head])),
-                dhtml.Tbody([dhtml.Tr([dhtml.Td(v) for v in row]) for row in rows]),
-            ],
-            className="hints",
-        )
-
     title = f"{c.before_name} → {c.after_name}"
-    caption = (
-        "Each bar is an operator's change of critical seconds (time the "
-        "critical path spent in it); the changes and the unattributed rest add "
-        "up to the change of wall time."
-    )
     return dhtml.Div(
         [
             dhtml.Header(
@@ -371,34 +361,22 @@ def compare_layout(c: Comparison) -> Any:
                     ],
                 ]
             ),
+            _waterfall_section(c),
             dhtml.Section(
-                [
-                    dhtml.H2("Where the wall time went"),
-                    dcc.Graph(
-                        id="waterfall-figure",
-                        figure=waterfall(c),
-                        style={"height": "520px"},
-                        config={"displaylogo": False},
-                    ),
-                    dhtml.P(caption, className="caption"),
-                ],
-                id="waterfall",
-            ),
-            dhtml.Section(
-                [dhtml.H2("Settings that differ"), table(settings_table(c))],
+                [dhtml.H2("Settings that differ"), _dash_table(settings_table(c))],
                 id="settings",
             ),
             dhtml.Section(
                 [
                     dhtml.H2("Checked savings: the first run's hints"),
-                    table(hints_table(c)),
+                    _dash_table(hints_table(c)),
                 ],
                 id="hints",
             ),
             dhtml.Section(
                 [
                     dhtml.H2("Operators and their input"),
-                    table(operators_table(c)),
+                    _dash_table(operators_table(c)),
                     dhtml.P(
                         "Operators are matched by label (call site and plan "
                         f"node); {c.matched_operators} ran in both runs.",
@@ -408,10 +386,51 @@ def compare_layout(c: Comparison) -> Any:
                 id="operators",
             ),
             dhtml.Section(
-                [dhtml.H2("Regressions"), table(regressions_table(c))],
+                [dhtml.H2("Regressions"), _dash_table(regressions_table(c))],
                 id="regressions",
             ),
         ]
+    )
+
+
+def _dash_table(built: Table) -> Any:
+    """A table of the comparison as a Dash table (its note when it has no row)."""
+    from dash import html as dhtml
+
+    head, rows, note = built
+    if not rows:
+        return dhtml.P(note, className="note")
+    return dhtml.Table(
+        [
+            dhtml.Thead(dhtml.Tr([dhtml.Th(h) for h in head])),
+            dhtml.Tbody([dhtml.Tr([dhtml.Td(v) for v in row]) for row in rows]),
+        ],
+        className="hints",
+    )
+
+
+def _waterfall_section(c: Comparison) -> Any:
+    """The waterfall's section of the Dash layout, with its caption."""
+    from dash import dcc
+    from dash import html as dhtml
+
+    caption = (
+        "Each bar is an operator's change of critical seconds (time the "
+        "critical path spent in it); the changes and the unattributed rest add "
+        "up to the change of wall time."
+    )
+    return dhtml.Section(
+        [
+            dhtml.H2("Where the wall time went"),
+            dcc.Graph(
+                id="waterfall-figure",
+                figure=waterfall(c),
+                style={"height": "520px"},
+                config={"displaylogo": False},
+            ),
+            dhtml.P(caption, className="caption"),
+        ],
+        id="waterfall",
     )
 
 
@@ -604,6 +623,17 @@ def _runs_table(s: RunSeries) -> str:
     return _table(rows, ["", "run", "application id", "start (UTC)", "wall time"])
 
 
+def _charted_operators(s: RunSeries) -> list[str]:
+    """The operators charted: regressed ones first, at most
+    :data:`SERIES_CHARTS` (never the last row: the unattributed rest)."""
+    ops = s.operators
+    named = ops.head(len(ops) - 1)
+    flagged = named.filter(pl.col("regression_from").is_not_null())
+    rest = named.filter(pl.col("regression_from").is_null())
+    chosen = [str(op) for op in pl.concat([flagged, rest])["operator"]]
+    return chosen[:SERIES_CHARTS]
+
+
 def write_series_report(s: RunSeries, out_dir: str | os.PathLike[str]) -> Path:
     """Write ``out_dir/report.html`` of a series of runs; returns its path:
     the verdict, a line chart per top operator (regressed ones first), the
@@ -622,24 +652,17 @@ def write_series_report(s: RunSeries, out_dir: str | os.PathLike[str]) -> Path:
     True
     """
     names = s.names
-    ops = s.operators
-    named = ops.head(len(ops) - 1)
-    flagged = named.filter(pl.col("regression_from").is_not_null())
-    rest = named.filter(pl.col("regression_from").is_null())
-    chosen = [str(op) for op in pl.concat([flagged, rest])["operator"]]
-    chosen = chosen[:SERIES_CHARTS]
-    charts = []
-    for k, operator in enumerate(chosen):
-        charts.append(
-            pio.to_html(
-                series_chart(s, operator),
-                full_html=False,
-                include_plotlyjs=k == 0,
-                div_id=f"series-chart-{k}",
-                default_height="320px",
-                config={"displaylogo": False},
-            )
+    charts = [
+        pio.to_html(
+            series_chart(s, operator),
+            full_html=False,
+            include_plotlyjs=k == 0,
+            div_id=f"series-chart-{k}",
+            default_height="320px",
+            config={"displaylogo": False},
         )
+        for k, operator in enumerate(_charted_operators(s))
+    ]
     warnings = "".join(
         f"<p class='note warning'>Warning: {html.escape(w)}</p>" for w in s.warnings
     )

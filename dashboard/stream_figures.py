@@ -155,17 +155,7 @@ def stream_progress(app: AppContext) -> go.Figure:
     """
     frame = batch_frame(app)
     if frame.is_empty():
-        fig = go.Figure()
-        fig.add_annotation(
-            text="no Structured Streaming micro-batch in this run",
-            showarrow=False,
-            xref="paper",
-            yref="paper",
-            x=0.5,
-            y=0.5,
-        )
-        fig.update_layout(xaxis_visible=False, yaxis_visible=False, height=200)
-        return fig
+        return _no_batches()
     fig = make_subplots(
         rows=3,
         cols=1,
@@ -178,29 +168,10 @@ def stream_progress(app: AppContext) -> go.Figure:
         ),
     )
     for (query,), batches in frame.group_by("query", maintain_order=True):
-        x = _times(batches)
         fig.add_trace(_line(batches, f"{query} input", "input_rate", "dot"), 1, 1)
         fig.add_trace(_line(batches, f"{query} processed", "processed_rate"), 1, 1)
-        known = batches.select(f"{k}_ms" for k in DURATION_KEYS).fill_null(0)
-        other = (batches["trigger_ms"].fill_null(0) - known.sum_horizontal()).clip(0)
-        for key, values in [
-            *((k, known[f"{k}_ms"]) for k in DURATION_KEYS),
-            ("other", other),
-        ]:
-            if not (values > 0).any():
-                continue
-            fig.add_trace(
-                go.Bar(
-                    x=x,
-                    y=values.to_list(),
-                    name=f"{query} {key}",
-                    customdata=_points(batches),
-                    hovertemplate="batch %{customdata[0]}<br>%{y:,} ms"
-                    "<extra>%{fullData.name}</extra>",
-                ),
-                row=2,
-                col=1,
-            )
+        for bar in _phase_bars(batches, str(query)):
+            fig.add_trace(bar, row=2, col=1)
         for column, label in (("backlog", "backlog"), ("state_rows", "state rows")):
             if batches[column].is_not_null().any():
                 fig.add_trace(_line(batches, f"{query} {label}", column), 3, 1)
@@ -212,3 +183,41 @@ def stream_progress(app: AppContext) -> go.Figure:
     )
     fig.update_xaxes(title_text="trigger time (UTC)", row=3, col=1)
     return fig
+
+
+def _no_batches() -> go.Figure:
+    """The figure of a run without micro-batches: a note in its middle."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text="no Structured Streaming micro-batch in this run",
+        showarrow=False,
+        xref="paper",
+        yref="paper",
+        x=0.5,
+        y=0.5,
+    )
+    fig.update_layout(xaxis_visible=False, yaxis_visible=False, height=200)
+    return fig
+
+
+def _phase_bars(batches: pl.DataFrame, query: str) -> list[go.Bar]:
+    """One query's trigger time per batch split by phase, a bar trace per
+    phase that took any time (``other``: what the known phases leave)."""
+    x = _times(batches)
+    known = batches.select(f"{k}_ms" for k in DURATION_KEYS).fill_null(0)
+    other = (batches["trigger_ms"].fill_null(0) - known.sum_horizontal()).clip(0)
+    return [
+        go.Bar(
+            x=x,
+            y=values.to_list(),
+            name=f"{query} {key}",
+            customdata=_points(batches),
+            hovertemplate="batch %{customdata[0]}<br>%{y:,} ms"
+            "<extra>%{fullData.name}</extra>",
+        )
+        for key, values in [
+            *((k, known[f"{k}_ms"]) for k in DURATION_KEYS),
+            ("other", other),
+        ]
+        if (values > 0).any()
+    ]

@@ -507,7 +507,43 @@ def chrome_trace(
 
     slices = _slices(rows, t0)
     kept = slices.filter(pl.col("te") > pl.col("ts_clipped"))
-    n_critical = 0
+    on_tracks = _slice_events(kept, tracks, args_of, threshold)
+    events += on_tracks
+    messages = rows.filter(pl.col("src_worker") != pl.col("dst_worker"))
+    events += _flow_events(messages, tracks, t0)
+    on_path = _path_events(data, tracks, args_of, t0)
+    events += on_path
+    n_critical = sum(1 for event in on_tracks if event["cat"] == "critical")
+    n_path = len(on_path)
+
+    stats = TraceStats(
+        slices=kept.height,
+        flows=messages.height,
+        critical=n_critical,
+        path=n_path,
+        clipped=int(kept["was_clipped"].sum()),
+        dropped=slices.height - kept.height,
+    )
+    other = {
+        "generator": "sparktrail",
+        "name": data.name,
+        "app_id": data.context.app_id,
+        "start_unix_ns": t0,
+        "window_ns": data.window_ns,
+        "range_ns": list(data.range_ns) if data.range_ns else None,
+        "critical_threshold": threshold,
+        "clipped_slices": stats.clipped,
+        "dropped_slices": stats.dropped,
+    }
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, stats
+
+
+def _slice_events(
+    kept: pl.DataFrame, tracks: _Tracks, args_of: list[str], threshold: float
+) -> list[dict[str, Any]]:
+    """A complete event per slice on its worker's track; a critical one
+    (criticality at least ``threshold``, some CP) is coloured as such."""
+    events = []
     for row in kept.select(
         "src_worker",
         "activity",
@@ -536,10 +572,15 @@ def chrome_trace(
         if row[CRITICALITY] >= threshold and row[CP_NS] > 0:
             event["cat"] = "critical"
             event["cname"] = "terrible"
-            n_critical += 1
         events.append(event)
+    return events
 
-    messages = rows.filter(pl.col("src_worker") != pl.col("dst_worker"))
+
+def _flow_events(
+    messages: pl.DataFrame, tracks: _Tracks, t0: int
+) -> list[dict[str, Any]]:
+    """A flow (start and end event) per message between two workers."""
+    events = []
     for row in messages.select(
         "src_worker", "dst_worker", "start_ns", "end_ns", "activity", TRACE_ROW
     ).iter_rows(named=True):
@@ -552,65 +593,52 @@ def chrome_trace(
         events.append(
             {**flow, "ph": "f", "bp": "e", "ts": received, "pid": dst[0], "tid": dst[1]}
         )
+    return events
 
-    n_path = 0
-    if len(data.path):
-        path = (
-            data.path.join(
-                rows.select(TRACE_ROW, "src_worker", "activity", *args_of),
-                on=TRACE_ROW,
-                how="left",
-            )
-            .with_columns(
-                ((pl.col("start_ns") - t0) // _US).alias("ts"),
-                ((pl.col("end_ns") - t0) // _US).alias("te"),
-            )
-            .sort("ts")
+
+def _path_events(
+    data: CriticalRows, tracks: _Tracks, args_of: list[str], t0: int
+) -> list[dict[str, Any]]:
+    """The critical path as slices on its own track, one after the other
+    (a slice overlapping the previous one starts where it ended)."""
+    if not len(data.path):
+        return []
+    path = (
+        data.path.join(
+            data.rows.select(TRACE_ROW, "src_worker", "activity", *args_of),
+            on=TRACE_ROW,
+            how="left",
         )
-        last = None
-        for row in path.iter_rows(named=True):
-            ts = row["ts"] if last is None else max(row["ts"], last)
-            if row["te"] <= ts:
-                continue
-            last = row["te"]
-            args = {c: row[c] for c in args_of if row[c] is not None}
-            args.update(
-                worker=row["src_worker"], cp=_arg(row[CRITICALITY]), row=row[TRACE_ROW]
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "name": row["activity"],
-                    "cat": "critical_path",
-                    "ts": ts,
-                    "dur": row["te"] - ts,
-                    "pid": tracks.path[0],
-                    "tid": tracks.path[1],
-                    "args": args,
-                }
-            )
-            n_path += 1
-
-    stats = TraceStats(
-        slices=kept.height,
-        flows=messages.height,
-        critical=n_critical,
-        path=n_path,
-        clipped=int(kept["was_clipped"].sum()),
-        dropped=slices.height - kept.height,
+        .with_columns(
+            ((pl.col("start_ns") - t0) // _US).alias("ts"),
+            ((pl.col("end_ns") - t0) // _US).alias("te"),
+        )
+        .sort("ts")
     )
-    other = {
-        "generator": "sparktrail",
-        "name": data.name,
-        "app_id": data.context.app_id,
-        "start_unix_ns": t0,
-        "window_ns": data.window_ns,
-        "range_ns": list(data.range_ns) if data.range_ns else None,
-        "critical_threshold": threshold,
-        "clipped_slices": stats.clipped,
-        "dropped_slices": stats.dropped,
-    }
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}, stats
+    events = []
+    last = None
+    for row in path.iter_rows(named=True):
+        ts = row["ts"] if last is None else max(row["ts"], last)
+        if row["te"] <= ts:
+            continue
+        last = row["te"]
+        args = {c: row[c] for c in args_of if row[c] is not None}
+        args.update(
+            worker=row["src_worker"], cp=_arg(row[CRITICALITY]), row=row[TRACE_ROW]
+        )
+        events.append(
+            {
+                "ph": "X",
+                "name": row["activity"],
+                "cat": "critical_path",
+                "ts": ts,
+                "dur": row["te"] - ts,
+                "pid": tracks.path[0],
+                "tid": tracks.path[1],
+                "args": args,
+            }
+        )
+    return events
 
 
 def _message_name(src: str, dst: str, activity: str) -> str:

@@ -95,6 +95,31 @@ def whole_run_frames(
     windows = _stack([p.windows for p in parts]).unique("window_start_ns")
     windows = windows.sort("window_start_ns") if len(windows) else windows
     n = n_path_windows(windows) if len(windows) else 1
+    activity = _mean(
+        _by_window_spans(activity_by_window, windows),
+        ["activity"],
+        n,
+        "cp_share",
+        "cp_ns",
+    )
+    first = parts[0]
+    summaries = Summaries(
+        activity=activity,
+        activity_by_window=activity_by_window,
+        straggler=_whole_straggler(parts, n),
+        executor=pl.DataFrame(),
+        operator=_whole_operator(parts, n),
+        communication=_whole_communication(parts, n),
+        hints=first.hints.clear(),
+        windows=windows,
+        window_ns=first.window_ns,
+        origin_ns=views[0].start_ns,
+    )
+    return WindowFrames(summaries, _most_critical_cp(views, summaries))
+
+
+def _whole_straggler(parts: list[Summaries], n: int) -> pl.DataFrame:
+    """The windows' worker rows, averaged over the ``n`` windows with paths."""
     straggler = _mean(
         _stack(_spanned([p.straggler for p in parts], parts)),
         ["worker"],
@@ -108,6 +133,11 @@ def whole_run_frames(
         straggler = straggler.with_columns(
             ratio=pl.col("cp_share") / pl.col("fair_share")
         )
+    return straggler
+
+
+def _whole_operator(parts: list[Summaries], n: int) -> pl.DataFrame:
+    """The windows' operator rows averaged, each with every window's stages."""
     operators = _stack(_spanned([p.operator for p in parts], parts))
     operator = _mean(operators, ["operator"], n, "cp_share", "cp_ns")
     if "stage_ids" in operators.columns:  # the drill-down: every window's stages
@@ -115,40 +145,31 @@ def whole_run_frames(
             pl.col("stage_ids").list.explode(keep_nulls=False).unique().sort()
         )
         operator = operator.join(ids, on="operator", how="left", nulls_equal=True)
+    return operator
+
+
+def _whole_communication(parts: list[Summaries], n: int) -> pl.DataFrame:
+    """The windows' channel rows, averaged per channel."""
     channels = _stack(_spanned([p.communication for p in parts], parts))
     keys: list[str] = [
         c
         for c in ("src", "dst", "src_executor_id", "dst_executor_id", "kind")
         if c in channels.columns
     ]
-    communication = _mean(channels, keys, n, "cp_share", "cp_ns", "edges")
-    activity = _mean(
-        _by_window_spans(activity_by_window, windows),
-        ["activity"],
-        n,
-        "cp_share",
-        "cp_ns",
-    )
-    first = parts[0]
-    summaries = Summaries(
-        activity=activity,
-        activity_by_window=activity_by_window,
-        straggler=straggler,
-        executor=pl.DataFrame(),
-        operator=operator,
-        communication=communication,
-        hints=first.hints.clear(),
-        windows=windows,
-        window_ns=first.window_ns,
-        origin_ns=views[0].start_ns,
-    )
+    return _mean(channels, keys, n, "cp_share", "cp_ns", "edges")
+
+
+def _most_critical_cp(
+    views: tuple[WindowView, ...], summaries: Summaries
+) -> pl.DataFrame | None:
+    """The CP rows of the run's most critical window (``None``: none)."""
     cp = None
     busiest = most_critical_window(summaries)
     if busiest is not None:
         for view in views:
             if view.start_ns == busiest[0]:
                 cp = view.cp
-    return WindowFrames(summaries, cp)
+    return cp
 
 
 def whole_run_view(snapshot: ViewState) -> WindowView | None:
