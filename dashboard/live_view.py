@@ -64,8 +64,8 @@ import polars as pl
 
 from sparktrail.engines.profiler import Profile
 from sparktrail.engines.store import WindowStore
-from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import Summaries
+from sparktrail.summaries.run_shares import windows_extent
 
 from .report import window_text
 
@@ -619,10 +619,10 @@ def load_report(out_dir: str | Path) -> ViewState:
     profile = Profile.load(out_dir)
     summaries = profile.summaries
     windows = summaries.windows
-    if windows.is_empty():
+    extent = windows_extent(windows)
+    if extent is None:
         return ViewState(str(out_dir), "the report holds no window", live=False)
-    start = int(windows[WINDOW_START_NS].min())  # type: ignore[arg-type]
-    end = int(windows[WINDOW_END_NS].max())  # type: ignore[arg-type]
+    start, end = extent
     cp = None if profile.critical_cp.is_empty() else profile.critical_cp
     label = f"whole run {utc(start)} – {utc(end)} UTC"
     view = WindowView.held(start, end, label, summaries, cp)
