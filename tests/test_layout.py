@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import re
 import runpy
 import subprocess
 import sys
@@ -167,3 +168,27 @@ def test_the_dashboard_starts_no_pipeline():
         if found:
             wrong[str(path.relative_to(ROOT))] = sorted(found)
     assert wrong == {}
+
+
+def _drawn_import_edges() -> dict[str, set[str]]:
+    """Stage -> the stages it imports, as ARCHITECTURE.md's edge table says."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    table = text.split("<!-- import-edges -->")[1].split("<!-- /import-edges -->")[0]
+    drawn = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`"):
+            drawn[cells[0].strip("`")] = set(re.findall(r"`(\w+)`", cells[1]))
+    return drawn
+
+
+def test_the_drawn_import_graph_is_the_real_one():
+    # GIVEN the stage-to-stage imports that ARCHITECTURE.md draws
+    drawn = _drawn_import_edges()
+    # WHEN every module's imports of other stages are read from the source
+    real = {
+        stage: set().union(*(_imported(path) for path in _modules(stage))) - {stage}
+        for stage in (*STAGES, "sparktrail")
+    }
+    # THEN the drawing has exactly those edges
+    assert drawn == real
