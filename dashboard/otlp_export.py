@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -148,41 +148,78 @@ def _col(rows: pl.DataFrame, name: str) -> pl.Expr:
 def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
     """The spans of ``data`` as dicts in the proto's field names (module
     docstring): the root, then jobs, stages and tasks."""
-    rows = data.rows
     context = data.context
     app = context.app_id or data.name
-    trace_id = _id(16, "trace", app)
-    root_id = _id(8, app, "app")
-    total = data.total_cp_ns
-    local = rows.filter(pl.col("src_worker") == pl.col("dst_worker")).select(
+    tree = _Tree(_id(16, "trace", app), app, _id(8, app, "app"), data.total_cp_ns)
+    local = _local_rows(data.rows)
+    start, end = _run_bounds(data)
+    spans = [_root_span(data, tree, local, start, end)]
+    job_rows = _job_rows(local)
+    jobs = _job_times(data, job_rows, end)
+    spans += _job_spans(tree, job_rows, jobs)
+    stage_spans, stage_share = _stage_spans(tree, local, jobs)
+    spans += stage_spans
+    spans += _task_spans(tree, local, stage_share)
+    return spans
+
+
+class _Tree(NamedTuple):
+    """What every span of one export shares."""
+
+    trace_id: bytes
+    app: str
+    root_id: bytes
+    #: The run's critical time, of which each span's share is.
+    total: float
+
+    def span_id(self, *key: object) -> bytes:
+        """The id of the span of a Spark object (``"job", 3``)."""
+        return _id(8, self.app, *key)
+
+
+_LOCAL_COLUMNS = (
+    "job_id",
+    "stage_id",
+    "task_id",
+    "partition",
+    "records",
+    "bytes",
+    "operator",
+    "attempt",
+    "status",
+    "speculative",
+    "executor_id",
+)
+
+
+def _local_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows on one worker (no message), with the columns spans read."""
+    return rows.filter(pl.col("src_worker") == pl.col("dst_worker")).select(
         "src_worker",
         "start_ns",
         "end_ns",
         "activity",
         CP_NS,
         CRITICALITY,
-        *(
-            _col(rows, c)
-            for c in (
-                "job_id",
-                "stage_id",
-                "task_id",
-                "partition",
-                "records",
-                "bytes",
-                "operator",
-                "attempt",
-                "status",
-                "speculative",
-                "executor_id",
-            )
-        ),
+        *(_col(rows, c) for c in _LOCAL_COLUMNS),
     )
+
+
+def _run_bounds(data: CriticalRows) -> tuple[int, int]:
+    """The application's start and end: the context's, widened to its rows."""
+    rows, context = data.rows, data.context
     first = [int(rows["start_ns"].min())] if len(rows) else []  # type: ignore[arg-type]
     last = [int(rows["end_ns"].max())] if len(rows) else []  # type: ignore[arg-type]
     start = min([t for t in (context.start_ns, *first) if t is not None], default=0)
     end = max([t for t in (context.end_ns, *last) if t is not None], default=start)
+    return start, end
 
+
+def _root_span(
+    data: CriticalRows, tree: _Tree, local: pl.DataFrame, start: int, end: int
+) -> dict[str, Any]:
+    """The application's span, the driver's own stretches as its events."""
+    context = data.context
     driver = local.filter(
         pl.col("activity").is_in(DRIVER_ACTIVITIES)
         & (pl.col("end_ns") > pl.col("start_ns"))
@@ -194,45 +231,40 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
         "spark.version": context.spark_version,
         "spark.master": context.master,
         "spark.deploy_mode": context.deploy_mode,
-        "sparktrail.cp_ns": total,
+        "sparktrail.cp_ns": tree.total,
         "sparktrail.window_ns": data.window_ns,
         **dict(sorted(context.properties.items())),
     }
-    spans = [
-        _span(
-            trace_id,
-            root_id,
-            None,
-            context.app_name or data.name,
-            start,
-            end,
-            root_attributes,
-            [_event(r) for r in driver.iter_rows(named=True)],
-        )
-    ]
-
-    tasks = local.filter(pl.col("task_id").is_not_null())
-    stage_facts = (
-        local.filter(pl.col("stage_id").is_not_null())
-        .group_by("stage_id")
-        .agg(
-            pl.col("start_ns").min(),
-            pl.col("end_ns").max(),
-            pl.col(CP_NS).sum(),
-            pl.col("job_id").drop_nulls().first(),
-            pl.col("operator").drop_nulls().first(),
-            pl.col("task_id").drop_nulls().n_unique().alias("tasks"),
-        )
-        .sort("stage_id")
+    return _span(
+        tree.trace_id,
+        tree.root_id,
+        None,
+        context.app_name or data.name,
+        start,
+        end,
+        root_attributes,
+        [_event(r) for r in driver.iter_rows(named=True)],
     )
-    job_rows = (
+
+
+#: job id -> (start, end, its streaming query's attributes).
+_Jobs = dict[int, tuple[int, int, dict[str, Any]]]
+
+
+def _job_rows(local: pl.DataFrame) -> pl.DataFrame:
+    """Each job's first start, last end and critical time in the rows."""
+    return (
         local.filter(pl.col("job_id").is_not_null())
         .group_by("job_id")
         .agg(pl.col("start_ns").min(), pl.col("end_ns").max(), pl.col(CP_NS).sum())
     )
-    job_cp = dict(zip(job_rows["job_id"], job_rows[CP_NS], strict=True))
-    jobs: dict[int, tuple[int, int, dict[str, Any]]] = {}
-    for job in context.jobs:
+
+
+def _job_times(data: CriticalRows, job_rows: pl.DataFrame, end: int) -> _Jobs:
+    """Each job's start and end: the context's, widened to its rows (a job
+    the context knows and that has no row in an exported range left out)."""
+    jobs: _Jobs = {}
+    for job in data.context.jobs:
         if job.start_ns is None:
             continue
         jobs[job.job_id] = (
@@ -252,35 +284,66 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
             jobs[job_id] = (a, b, {})
     # A job only the context knows ran outside the exported range.
     if data.range_ns is not None:
-        jobs = {k: v for k, v in jobs.items() if k in job_cp}
+        ran = set(job_rows["job_id"].to_list())
+        jobs = {k: v for k, v in jobs.items() if k in ran}
+    return jobs
+
+
+def _job_spans(
+    tree: _Tree, job_rows: pl.DataFrame, jobs: _Jobs
+) -> list[dict[str, Any]]:
+    """A span per job under the root, in job id order."""
+    job_cp = dict(zip(job_rows["job_id"], job_rows[CP_NS], strict=True))
+    spans = []
     for job_id in sorted(jobs):
         a, b, extra = jobs[job_id]
         cp_ns = float(job_cp.get(job_id, 0.0))
         attributes = {
             "spark.job.id": job_id,
             "sparktrail.cp_ns": cp_ns,
-            "sparktrail.cp.share": _share(cp_ns, total),
+            "sparktrail.cp.share": _share(cp_ns, tree.total),
             **extra,
         }
         spans.append(
             _span(
-                trace_id,
-                _id(8, app, "job", job_id),
-                root_id,
+                tree.trace_id,
+                tree.span_id("job", job_id),
+                tree.root_id,
                 f"job {job_id}",
                 a,
                 b,
                 attributes,
             )
         )
+    return spans
 
+
+def _stage_spans(
+    tree: _Tree, local: pl.DataFrame, jobs: _Jobs
+) -> tuple[list[dict[str, Any]], dict[int, float]]:
+    """A span per stage under its job (the root when it names none), and
+    each stage's share of the run's critical time."""
+    stage_facts = (
+        local.filter(pl.col("stage_id").is_not_null())
+        .group_by("stage_id")
+        .agg(
+            pl.col("start_ns").min(),
+            pl.col("end_ns").max(),
+            pl.col(CP_NS).sum(),
+            pl.col("job_id").drop_nulls().first(),
+            pl.col("operator").drop_nulls().first(),
+            pl.col("task_id").drop_nulls().n_unique().alias("tasks"),
+        )
+        .sort("stage_id")
+    )
+    spans = []
     stage_share: dict[int, float] = {}
     for stage in stage_facts.iter_rows(named=True):
         stage_id = stage["stage_id"]
-        share = _share(stage[CP_NS], total)
+        share = _share(stage[CP_NS], tree.total)
         stage_share[stage_id] = share
         job_id = stage["job_id"]
-        parent = _id(8, app, "job", job_id) if job_id in jobs else root_id
+        parent = tree.span_id("job", job_id) if job_id in jobs else tree.root_id
         attributes = {
             "spark.stage.id": stage_id,
             "spark.job.id": job_id,
@@ -292,8 +355,8 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
         }
         spans.append(
             _span(
-                trace_id,
-                _id(8, app, "stage", stage_id),
+                tree.trace_id,
+                tree.span_id("stage", stage_id),
                 parent,
                 stage_label(stage_id),
                 stage["start_ns"],
@@ -301,10 +364,14 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
                 attributes,
             )
         )
+    return spans, stage_share
 
-    # One row per task attempt, its rows (in time order) as lists.
-    by_task = (
-        tasks.sort("start_ns")
+
+def _by_task(local: pl.DataFrame) -> pl.DataFrame:
+    """One row per task attempt, its rows (in time order) as lists."""
+    return (
+        local.filter(pl.col("task_id").is_not_null())
+        .sort("start_ns")
         .group_by("task_id", maintain_order=True)
         .agg(
             pl.col("start_ns").min().alias("first_ns"),
@@ -330,44 +397,60 @@ def span_tree(data: CriticalRows) -> list[dict[str, Any]]:
             ),
         )
     )
-    for task in by_task.iter_rows(named=True):
+
+
+def _task_attributes(
+    task: dict[str, Any], total: float, stage_share: dict[int, float]
+) -> dict[str, Any]:
+    """A task attempt's attributes, its time per activity among them."""
+    cp_ns = float(task["task_cp_ns"])
+    time_ns: dict[str, int] = {}
+    for part in task["parts"]:
+        length = part["end_ns"] - part["start_ns"]
+        time_ns[part["activity"]] = time_ns.get(part["activity"], 0) + length
+    return {
+        "spark.task.id": task["task_id"],
+        "spark.stage.id": task["stage_id"],
+        "spark.job.id": task["job_id"],
+        "spark.task.partition": task["partition"],
+        "spark.task.attempt": task["attempt"],
+        "spark.task.status": task["status"],
+        "spark.task.speculative": task["speculative"],
+        "spark.executor.id": task["executor_id"],
+        "sparktrail.worker": task["src_worker"],
+        "spark.task.records": task["task_records"],
+        "spark.task.bytes": task["task_bytes"],
+        "sparktrail.cp_ns": cp_ns,
+        "sparktrail.cp.share": _share(cp_ns, total),
+        "sparktrail.cp.task_share": _share(cp_ns, total),
+        "sparktrail.cp.stage_share": stage_share.get(task["stage_id"]),
+        **{
+            f"sparktrail.time_ns.{activity}": ns
+            for activity, ns in sorted(time_ns.items())
+        },
+    }
+
+
+def _task_spans(
+    tree: _Tree, local: pl.DataFrame, stage_share: dict[int, float]
+) -> list[dict[str, Any]]:
+    """A span per task attempt under its stage, an event per activity; an
+    error status when it failed or was killed."""
+    spans = []
+    for task in _by_task(local).iter_rows(named=True):
         task_id, stage_id, status = task["task_id"], task["stage_id"], task["status"]
-        cp_ns = float(task["task_cp_ns"])
-        time_ns: dict[str, int] = {}
-        for part in task["parts"]:
-            length = part["end_ns"] - part["start_ns"]
-            time_ns[part["activity"]] = time_ns.get(part["activity"], 0) + length
-        attributes = {
-            "spark.task.id": task_id,
-            "spark.stage.id": stage_id,
-            "spark.job.id": task["job_id"],
-            "spark.task.partition": task["partition"],
-            "spark.task.attempt": task["attempt"],
-            "spark.task.status": status,
-            "spark.task.speculative": task["speculative"],
-            "spark.executor.id": task["executor_id"],
-            "sparktrail.worker": task["src_worker"],
-            "spark.task.records": task["task_records"],
-            "spark.task.bytes": task["task_bytes"],
-            "sparktrail.cp_ns": cp_ns,
-            "sparktrail.cp.share": _share(cp_ns, total),
-            "sparktrail.cp.task_share": _share(cp_ns, total),
-            "sparktrail.cp.stage_share": stage_share.get(stage_id),
-            **{
-                f"sparktrail.time_ns.{activity}": ns
-                for activity, ns in sorted(time_ns.items())
-            },
-        }
-        parent = _id(8, app, "stage", stage_id) if stage_id is not None else root_id
+        parent = (
+            tree.span_id("stage", stage_id) if stage_id is not None else tree.root_id
+        )
         spans.append(
             _span(
-                trace_id,
-                _id(8, app, "task", task_id),
+                tree.trace_id,
+                tree.span_id("task", task_id),
                 parent,
                 f"task {task_id}",
                 task["first_ns"],
                 task["last_ns"],
-                attributes,
+                _task_attributes(task, tree.total, stage_share),
                 [_event(part) for part in task["parts"]],
                 error=f"task {status}" if status in _FAILED else None,
             )
