@@ -248,6 +248,24 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
     work: 1 job, 2 stages, 208 tasks
     """
     context = summaries.context
+    facts = _app_facts(context)
+    span = _span_ns(summaries)
+    if live and context.start_ns is None:
+        span = None  # one window's span is not the run's
+    if span is not None:
+        so_far = " so far" if live and context.end_ns is None else ""
+        facts.append(("wall time", _duration(span) + so_far))
+    executors = _executors(context)
+    if executors:
+        facts.append(("executors", executors))
+    work = _work(summaries, live)
+    if work is not None:
+        facts.append(("work", work))
+    return facts
+
+
+def _app_facts(context: AppContext) -> list[tuple[str, str]]:
+    """The application's name and id, its Spark version and master."""
     facts: list[tuple[str, str]] = []
     name, app_id = context.app_name, context.app_id
     if name and app_id:
@@ -259,29 +277,23 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
     if context.master:
         mode = f" ({context.deploy_mode} mode)" if context.deploy_mode else ""
         facts.append(("master", context.master + mode))
-    span = _span_ns(summaries)
-    if live and context.start_ns is None:
-        span = None  # one window's span is not the run's
-    if span is not None:
-        so_far = " so far" if live and context.end_ns is None else ""
-        facts.append(("wall time", _duration(span) + so_far))
-    executors = _executors(context)
-    if executors:
-        facts.append(("executors", executors))
-    jobs, stages, tasks = _counts(summaries)
+    return facts
+
+
+def _work(summaries: Summaries, live: bool) -> str | None:
+    """The jobs, stages and tasks that ran (``None``: nothing to say); while
+    live, only the context's jobs (a window's stages are not the run's)."""
     if live:
-        if context.jobs:
-            facts.append(("work", _plural(len(context.jobs), "job")))
-        return facts
+        jobs = summaries.context.jobs
+        return _plural(len(jobs), "job") if jobs else None
+    jobs, stages, tasks = _counts(summaries)
     if stages == 0 and not jobs:
-        facts.append(("work", "no Spark job"))
-        return facts
+        return "no Spark job"
     work = [_plural(jobs, "job")] if jobs is not None else []
     work.append(_plural(stages, "stage"))
     if tasks is not None:
         work.append(_plural(tasks, "task"))
-    facts.append(("work", ", ".join(work)))
-    return facts
+    return ", ".join(work)
 
 
 def header_line(summaries: Summaries, *, live: bool = False) -> str:
