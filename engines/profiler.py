@@ -214,7 +214,7 @@ def most_critical_window(summaries: Summaries) -> tuple[int, int] | None:
     return int(busy[WINDOW_START_NS][0]), int(busy[WINDOW_END_NS][0])
 
 
-def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
+def window_cp(trace: pl.DataFrame | Trace, start_ns: int, end_ns: int) -> pl.DataFrame:
     """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
 
     Only the rows that touch the window go into the computation
@@ -232,7 +232,8 @@ def window_cp(trace: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
     >>> window_cp(t, 10, 20).select("activity", "cp").rows()
     [('gc', 1.0)]
     """
-    frame = validate_trace(trace)
+    # A Trace is valid already: validating it again would read every page.
+    frame = trace.frame if isinstance(trace, Trace) else validate_trace(trace)
     if frame.is_empty():
         return critical_participation(frame, end_ns - start_ns, start_ns)
     # The window is window 0 of windows from start_ns: an instant on
@@ -330,6 +331,6 @@ def profile(
     if window is None:
         cp = critical_participation(frame.clear(), 1)  # no path: no rows
     else:
-        cp = window_cp(frame, *window)
+        cp = window_cp(valid, *window)
     release_mapped_pages()
     return Profile(summaries, cp, name or "trace", frame.height)
