@@ -1,8 +1,9 @@
 """The page's Dash callbacks: each reads ``source.latest()`` and nothing else.
 
-A 1 s-or-less ``dcc.Interval`` (``refresh``) checks whether a new snapshot
-was published; the figures, tables and texts are rebuilt only when it was
-(the ``drawn-windows`` store changed), or when another window is picked.
+The page's ``dcc.Interval`` (``refresh``, every 250 ms) checks whether a
+new snapshot was published; the figures, tables and texts are rebuilt only
+when it was (the ``drawn-windows`` store changed), or when another window
+is picked.
 Every callback hands the snapshot to a pure function of
 :mod:`~sparktrail.dashboard.page_content` or
 :mod:`~sparktrail.dashboard.window_picker`: callbacks read precomputed
