@@ -42,24 +42,30 @@ __all__ = ["BUDGET_BYTES", "BUDGET_S", "Run", "profile_in_child"]
 
 @dataclass(frozen=True)
 class Run:
-    """A child's exit code, wall time, own peak RSS and standard error."""
+    """A child's exit code, wall time, own peak RSS and standard error, and
+    its resident file-backed bytes when it ended (``RssFile``: the
+    libraries it loaded, and whatever pages of the trace it left mapped)."""
 
     code: int
     seconds: float
     peak_bytes: int
     stderr: str
+    file_bytes: int = 0
 
 
 #: The child: ``sparktrail profile`` that prints its own peak RSS (VmHWM,
-#: kB) last on stderr. Not the parent's rusage: Linux keeps the high-water
-#: mark of the process image a child was forked from (a 1.1 GB pytest
-#: process made every child "1.1 GB"), VmHWM only the child's own.
+#: kB) and its file-backed resident set (RssFile, kB) last on stderr. Not
+#: the parent's rusage: Linux keeps the high-water mark of the process image
+#: a child was forked from (a 1.1 GB pytest process made every child
+#: "1.1 GB"), VmHWM only the child's own.
 _CHILD = """
 import atexit, sys
 def _peak():
+    kb = {}
     for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            sys.stderr.write("\\n" + _MARK + line.split()[1] + "\\n")
+        key, _, value = line.partition(":")
+        kb[key] = value.split()[0] if value.split() else "0"
+    sys.stderr.write("\\n" + _MARK + kb["VmHWM"] + " " + kb["RssFile"] + "\\n")
 atexit.register(_peak)
 from sparktrail.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -67,21 +73,28 @@ sys.exit(main(sys.argv[1:]))
 _MARK = "sparktrail-peak-kb:"
 
 
-def profile_in_child(log: Path, out: Path) -> Run:
-    """``sparktrail profile LOG -o OUT`` in a child, with its own peak RSS
-    (``VmHWM``) and wall time."""
+def profile_in_child(log: Path, out: Path, *options: str) -> Run:
+    """``sparktrail profile LOG -o OUT [OPTIONS]`` in a child, with its own
+    peak RSS (``VmHWM``) and wall time."""
     began = time.monotonic()
     code = f"_MARK = {_MARK!r}\n" + _CHILD
     child = subprocess.run(
-        [sys.executable, "-c", code, "profile", str(log), "-o", str(out)],
+        [sys.executable, "-c", code, "profile", str(log), "-o", str(out), *options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         check=False,
     )
     seconds = time.monotonic() - began
-    stderr, _, peak = child.stderr.rpartition(_MARK)
-    return Run(child.returncode, seconds, int(peak.strip() or 0) * 1024, stderr)
+    stderr, _, marked = child.stderr.rpartition(_MARK)
+    peak, _, mapped = marked.strip().partition(" ")
+    return Run(
+        child.returncode,
+        seconds,
+        int(peak or 0) * 1024,
+        stderr,
+        int(mapped or 0) * 1024,
+    )
 
 
 def _budget_table() -> str:
