@@ -1,0 +1,184 @@
+"""``compare`` on real base/fixed pairs of the ground-truth workloads (issue 27).
+
+Each pair runs one workload of :data:`bench.ground_truth.WORKLOADS` on the
+shared local[2] session, traced live, once as it is and once with the fix
+an engineer would make; both traces are profiled and compared. Compare
+must find the operator that got faster (its critical seconds fell), mark
+the base run's hint of the known bottleneck as applied, and give it a
+verdict. A last pair runs one job over a file, then over the same file
+with twice the rows: the operator that slowed is put down to its input
+volume, not to a regression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from bench import ground_truth as gt
+from sparktrail.engines.comparison import Comparison, compare, verdict_of
+from sparktrail.engines.profiler import Profile, profile
+from sparktrail.pag.trace import load_trace
+from sparktrail.tracer import attach, detach
+
+pytestmark = pytest.mark.integration
+
+WINDOW_NS = 1_000_000_000
+
+
+@contextmanager
+def sql_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Set SQL settings on the shared session for one run, then restore them."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def traced_profile(spark: Any, out: Path, name: str, fixed: bool) -> Profile:
+    """One variant of workload ``name``, traced live on the shared session."""
+    workload = gt.WORKLOADS[name]
+    gt._by_value()
+    with sql_conf(spark, workload.settings(fixed=fixed)):
+        if workload.setup is not None:
+            workload.setup(spark)
+        attach(spark, out)
+        try:
+            workload.run(spark, fixed)
+        finally:
+            detach(spark)
+    return profile(load_trace(out), WINDOW_NS)
+
+
+def pair(spark: Any, tmp_path: Path, name: str) -> Comparison:
+    """Workload ``name`` as it is and fixed, profiled and compared."""
+    before = traced_profile(spark, tmp_path / "base", name, fixed=False)
+    after = traced_profile(spark, tmp_path / "fixed", name, fixed=True)
+    return compare(before, after)
+
+
+def checked(c: Comparison, kinds: set[str]) -> dict[str, Any]:
+    """The one checked hint of BEFORE of one of ``kinds``."""
+    rows = [h for h in c.to_json()["hints"] if h["kind"] in kinds]
+    print("\n" + "\n".join(str(h) for h in c.to_json()["hints"]))
+    assert rows, f"no hint of {sorted(kinds)} in {c.to_json()['hints']}"
+    return rows[0]
+
+
+def delta_of(c: Comparison, operator: str) -> float:
+    row = c.operators.filter(pl.col("operator") == operator)
+    assert len(row) == 1, (operator, c.operators["operator"].to_list())
+    return float(row["delta_s"].item())
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("over_partitioned", {"over_partitioned", "scheduling_bound"}),
+        ("straggler_task", {"straggler_task"}),
+    ],
+)
+def test_the_fixed_operator_is_faster_and_its_hint_applied(
+    spark: Any, tmp_path: Path, name: str, kinds: set[str]
+) -> None:
+    # GIVEN a workload with one known bottleneck, run as it is and fixed
+    c = pair(spark, tmp_path, name)
+    hint = checked(c, kinds)
+    # THEN compare sees the fix applied and measures its saving on the
+    # operator the hint names, which got faster
+    assert hint["applied"], hint
+    assert hint["operator"] is not None
+    assert delta_of(c, hint["operator"]) < 0
+    assert hint["measured_saving_s"] > 0
+    assert hint["verdict"] in {"effective", "partly effective"}, hint
+    # AND the run got faster, the operator rows summing to the delta
+    assert c.wall_delta_s < 0
+    total = float(c.operators["delta_s"].sum())
+    assert total == pytest.approx(c.wall_delta_s, abs=1e-6)
+
+
+def test_more_partitions_for_a_one_task_udf_are_checked_as_applied(
+    spark: Any, tmp_path: Path
+) -> None:
+    # GIVEN a CPU-bound Python UDF over one partition, then over four
+    c = pair(spark, tmp_path, "under_partitioned")
+    hint = checked(c, {"parallelism"})
+    # THEN compare matches the UDF's operator across the runs, sees the
+    # partition count changed (1 -> 4 tasks), and judges the saving it
+    # measured there. Whether the operator got faster is not asserted: on
+    # two cores the one task already keeps both busy (its Python worker and
+    # the JVM thread feeding it), and the fixed run starts two new Python
+    # workers; on the idle machine the two took 1.48 s each (BENCHMARKS.md).
+    assert hint["applied"], hint
+    assert hint["operator"] in c.operators["operator"].to_list()
+    assert hint["verdict"] == verdict_of(
+        hint["predicted_saving_s"], hint["measured_saving_s"]
+    )
+
+
+def test_the_driver_gap_removed_is_the_driver_bound_hint_applied(
+    spark: Any, tmp_path: Path
+) -> None:
+    # GIVEN 2 x 3.5 s of driver-side Python between three jobs, then none
+    c = pair(spark, tmp_path, "driver_bound")
+    hint = checked(c, {"driver_bound"})
+    # THEN the hint is applied (the driver's critical time fell) and its
+    # measured saving is the driver's 7 s, close to the prediction
+    assert hint["applied"], hint
+    assert hint["verdict"] == "effective"
+    assert hint["measured_saving_s"] > 5.0
+    assert hint["predicted_saving_s"] == pytest.approx(
+        hint["measured_saving_s"], rel=0.3
+    )
+    assert c.wall_delta_s < -5.0
+
+
+#: The volume pair: rows of the file, and the UDF's loop rounds per row.
+VOLUME_ROWS, VOLUME_ROUNDS = 20_000, 2000
+
+
+def _scan_job(spark: Any, path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    udf = F.udf(lambda x: gt.burn(x, VOLUME_ROUNDS), "long")
+    spark.read.parquet(str(path)).select(udf("id").alias("v")).agg(F.sum("v")).collect()
+
+
+def test_twice_the_input_is_volume_not_a_regression(spark: Any, tmp_path: Path) -> None:
+    # GIVEN the same CPU-bound job over a file of N rows, then of 2N rows
+    gt._by_value()
+    data = tmp_path / "data.parquet"
+    profiles = []
+    for run, rows in enumerate((VOLUME_ROWS, 2 * VOLUME_ROWS)):
+        spark.range(0, rows, numPartitions=2).write.mode("overwrite").parquet(str(data))
+        out = tmp_path / f"run-{run}"
+        attach(spark, out)
+        try:
+            _scan_job(spark, data)
+        finally:
+            detach(spark)
+        profiles.append(profile(load_trace(out), WINDOW_NS))
+    c = compare(*profiles)
+    print("\n" + str(c.operators) + "\n" + str(c.to_json()["regressions"]))
+    # THEN the scan's records doubled, and the operator that slowed is put
+    # down to its input, not called a regression
+    grown = c.operators.filter(pl.col("delta_s") > 0).sort("delta_s")
+    assert len(grown) >= 1
+    top = grown.row(-1, named=True)
+    assert top["records_after"] == pytest.approx(2 * top["records_before"], rel=0.01)
+    causes = {r["operator"]: r.get("cause") for r in c.to_json()["regressions"]}
+    assert all(cause != "regression" for cause in causes.values()), causes
+    if top["operator"] in causes:
+        assert causes[top["operator"]] == "input volume"
