@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
                         print(
                             f"{rows:,} rows, {engine}, {version}: {status}, "
                             f"{seconds:.1f} s, {peak / 2**20:.0f} MiB "
-                            f"({anon / 2**20:.0f} MiB not file-backed)",
+                            f"({anon / 2**20:.0f} MiB not file-backed), "
+                            f"load average {os.getloadavg()[0]:.1f}",
                             file=sys.stderr,
                             flush=True,
                         )
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
             if args.trace_dir is None:
                 path.unlink()
     print(table(runs))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (1 min)")
 
 
 if __name__ == "__main__":
