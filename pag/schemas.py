@@ -43,6 +43,7 @@ __all__ = [
     "KERNEL_COLUMNS",
     "REQUIRED_COLUMNS",
     "START_NS",
+    "TASK_WORK_COLUMNS",
     "TRACE",
     "WEIGHT_NS",
     "WINDOW_END_NS",
@@ -87,6 +88,20 @@ TRACE: Schema = {
     "src_seq": pl.Int64(),
     "dst_seq": pl.Int64(),
 }
+#: What a task did, on its ``processing`` row (null elsewhere): the trace
+#: schema's ``records`` and ``bytes``, then the tracer's extra columns. The
+#: one list: the tracer writes these (:mod:`~sparktrail.tracer.trace_rows`)
+#: and the summaries sum them per task (:mod:`~sparktrail.summaries.task_table`).
+TASK_WORK_COLUMNS = (
+    "records",
+    "bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+    "state_rows",
+    "state_updated_rows",
+    "state_memory_bytes",
+)
 #: The trace columns the CP kernel reads: a window's PAG is built from these.
 KERNEL_COLUMNS = (
     "src_worker",

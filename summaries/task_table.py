@@ -9,6 +9,7 @@ import functools
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
+from sparktrail.pag.schemas import TASK_WORK_COLUMNS
 from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
@@ -37,28 +38,16 @@ USEFUL = (
 RUN = ("shuffle_read", "processing", "gc", "shuffle_write")
 
 
-#: Work columns of a task's ``processing`` row, summed per task.
-_WORK = (
-    "records",
-    "bytes",
-    "shuffle_write_bytes",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-    "state_rows",
-    "state_memory_bytes",
-)
+#: Work columns of a task's ``processing`` row
+#: (:data:`~sparktrail.pag.schemas.TASK_WORK_COLUMNS`), summed per task; all
+#: but the updated state rows, which no summary or rule reads.
+_WORK = tuple(c for c in TASK_WORK_COLUMNS if c != "state_updated_rows")
 
 
 #: Of those, the ones that stay null when none of the task's rows states
 #: them (a failed attempt's records are unknown, not 0; a trace without
-#: spill columns says nothing about spills).
-_NULL_IF_UNSTATED = (
-    "records",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-    "state_rows",
-    "state_memory_bytes",
-)
+#: spill columns says nothing about spills); bytes read and written are 0.
+_NULL_IF_UNSTATED = tuple(c for c in _WORK if c not in ("bytes", "shuffle_write_bytes"))
 
 
 #: A task's local activities (its time on its slot).

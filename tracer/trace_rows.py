@@ -19,6 +19,8 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.pag.schemas import TASK_WORK_COLUMNS
+
 from .fields import valid_text
 
 __all__ = ["NO_WORK", "TASK_COLUMNS", "WORK_COLUMNS", "TraceRows"]
@@ -40,18 +42,9 @@ TASK_COLUMNS = (
     "jvm_gc_ns",
 )
 _NO_TASK = (None,) * len(TASK_COLUMNS)
-#: What a task did, on its ``processing`` row (null elsewhere): the trace
-#: schema's ``records`` and ``bytes``, then the tracer's extra columns.
-WORK_COLUMNS = (
-    "records",
-    "bytes",
-    "shuffle_write_bytes",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-    "state_rows",
-    "state_updated_rows",
-    "state_memory_bytes",
-)
+#: What a task did, on its ``processing`` row (null elsewhere): the pag's
+#: :data:`~sparktrail.pag.schemas.TASK_WORK_COLUMNS`.
+WORK_COLUMNS = TASK_WORK_COLUMNS
 #: A row that carries no work.
 NO_WORK: tuple[int | None, ...] = (None,) * len(WORK_COLUMNS)
 
