@@ -25,7 +25,7 @@ from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ..operator import stage_label
-from .hint import Hint, rated, saving_severity
+from .hint import Hint, rated
 from .inputs import Context
 from .over_time import (
     behind_cause,
@@ -166,16 +166,18 @@ def _merged(
             f"{operator} ran in {len(stages)} stages ({where}) with the same "
             f"finding; the worst, in stage {best.stage_id}: {best.action}"
         )
-    return replace(
+    merged = replace(
         best,
         evidence=evidence,
         action=action,
         cp_share=sum(h.cp_share for h in found),
         predicted_saving_ns=saving,
         saving_share=share,
-        severity=saving_severity(share),
         occurrences=len(found),
     )
+    # rated again on the summed saving; the wall-time floor was each
+    # finding's (findings under it may add up to a hint worth showing)
+    return replace(merged, severity=rated(merged, 0.0))
 
 
 def without_static_fixes(hints: list[Hint]) -> list[Hint]:
