@@ -61,7 +61,7 @@ def third_window(root: Path) -> tuple[OnlinePipeline, pl.DataFrame, int, int]:
 def close(pipeline: OnlinePipeline, rows: pl.DataFrame, ts: int, te: int) -> Any:
     """The window's close without its store writes, on one thread."""
     near = touching_rows(rows, ts, te, row_column=ROW)
-    return pipeline._summaries(pipeline._window_cp(near, ts, te), near, ts, te)
+    return pipeline._summaries(pipeline._closing_cp(near, ts, te), near, ts, te)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -122,7 +122,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError
-from sparktrail.pag.chunk_cp import cp_of_touching, touching_rows
+from sparktrail.pag.chunk_cp import one_window_cp, touching_rows
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.streams import StreamBatch
@@ -145,8 +145,11 @@ from sparktrail.summaries.result import HintOptions, Summaries
 from sparktrail.whatif import Replay
 
 from .batch import MICRO_BATCHES, trigger_times
+from .checkpoint import PipelineCounters, check_checkpoint
+from .open_rows import ROW, OpenRows, Part, WindowBuckets
 from .store import StoredWindow, WindowStore, store_dir
 from .threads import ONE_CORE_ROWS, background, one_core
+from .watermark import batch_close_until, close_until
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -158,7 +161,6 @@ __all__ = [
 ]
 
 CHECKPOINT_VERSION = 1
-ROW = "_row"  # global row number, carried through as an extra trace column
 #: The helper thread a window's CP is computed on (see "Two threads a window").
 CP_THREAD = "sparktrail-cp"
 #: Rows a poll reads before it closes windows (see "Falling behind"): some
@@ -167,17 +169,6 @@ MAX_POLL_ROWS = 1_000_000
 
 #: A closed window as the pipeline returns it (the same as the store holds).
 ClosedWindow = StoredWindow
-
-
-def _windows_text(window_ns: object) -> str:
-    """What a checkpoint's ``window_ns`` means, for a message.
-
-    >>> _windows_text(1_000_000_000), _windows_text("batch")
-    ('windows of 1000000000 ns', 'a window per micro-batch')
-    """
-    if window_ns == MICRO_BATCHES:
-        return "a window per micro-batch"
-    return f"windows of {window_ns} ns"
 
 
 class TraceFileWarning(UserWarning):
@@ -191,137 +182,6 @@ class _FileEntry:
     offset: int
     min_ns: int | None
     max_ns: int | None
-
-
-def _floor(value: int, step: int) -> int:
-    return (value // step) * step
-
-
-def _ceil(value: int, step: int) -> int:
-    return -(-value // step) * step
-
-
-@dataclass(frozen=True)
-class _Part:
-    """One file's buffered rows, their first event (a lower bound once
-    filtered) and the range of their last events."""
-
-    rows: pl.DataFrame
-    starts_from: int
-    ends_from: int
-    ends_to: int
-
-    def ending_from(self, until: int) -> _Part | None:
-        """The rows ending at or after ``until`` (None: no row does).
-
-        Only a file whose rows straddle ``until`` is filtered: the buffer
-        was one frame, and filtering all of it after each close copied
-        every column of some 90,000 rows (3 ms a poll at 30,000 rows/s).
-        """
-        if self.ends_from >= until:
-            return self
-        if self.ends_to < until:
-            return None
-        rest = self.rows.filter(last_event >= until)
-        return (
-            _Part(rest, self.starts_from, until, self.ends_to) if rest.height else None
-        )
-
-
-def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """Buffered files' rows one after another, as chunks (not copied)."""
-    return pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-
-
-class _Buckets:
-    """The buffered rows cut once by window, for a close of several windows.
-
-    A pipeline that fell behind closes many windows in one poll; filtering
-    the whole buffer for each of them took time quadratic in the backlog.
-    :meth:`around` gives a superset of the rows touching a window (those
-    whose first and last events lie in windows around it), in buffer order,
-    which :func:`~sparktrail.pag.chunk_cp.chunk_cp` then filters exactly.
-    Only row numbers are bucketed: a window's rows are gathered when it is
-    closed (cutting copies of every column took 55 ms for 8 windows of
-    30,000 rows, a third of the poll's time outside the windows' own work).
-    """
-
-    def __init__(self, rows: pl.DataFrame, window_ns: int) -> None:
-        self.window_ns = window_ns
-        self._rows = rows
-        ends = rows.select(
-            (first_event // window_ns).alias("first"),
-            (last_event // window_ns).alias("last"),
-        )
-        first, last = ends["first"].to_numpy(), ends["last"].to_numpy()
-        # Most rows are shorter than a window: one bucket each, by window
-        # and then buffer order (a stable sort).
-        short = np.flatnonzero(first == last)
-        by_window = np.argsort(first[short], kind="stable")
-        self._short = short[by_window]
-        self._short_window = first[short][by_window]
-        self._long = np.flatnonzero(first != last)
-        self._long_first, self._long_last = first[self._long], last[self._long]
-
-    def around(self, ts: int) -> pl.DataFrame:
-        """Rows whose events lie around the window starting at ``ts``.
-
-        Every row touching ``[ts, ts + window_ns)`` is among them (its
-        first event is at most the window's end, its last at least its
-        start), in the buffer's order.
-        """
-        k = ts // self.window_ns
-        lo, hi = np.searchsorted(self._short_window, [k, k + 1])
-        picked = self._short[lo:hi]
-        spanning = self._long[(self._long_first <= k) & (self._long_last >= k)]
-        if spanning.size:
-            picked = np.sort(np.concatenate([picked, spanning]))
-        return self._rows[picked]
-
-
-class PipelineCounters:
-    """What both live engines report the same way (see their ``__init__``)."""
-
-    window_ns: int | str  # ns, or MICRO_BATCHES (polars engine only)
-    lateness_ns: int
-    late_rows: int
-    failed_windows: int
-    _corrupt: dict[str, Any]  # unreadable file -> what marks it (its size)
-    _closed_until: int | None
-    _first: int | None
-    _last: int | None
-    _next_row: int
-
-    @property
-    def corrupt_files(self) -> int:
-        """How many trace files were skipped as unreadable."""
-        return len(self._corrupt)
-
-    @property
-    def closed_until_ns(self) -> int | None:
-        """End of the last closed window (every window before it is closed)."""
-        return self._closed_until
-
-    @property
-    def watermark_ns(self) -> int | None:
-        """Latest event time seen minus the lateness (None before any row)."""
-        return None if self._last is None else self._last - self.lateness_ns
-
-    def _checkpoint_fields(self, version: int | str) -> dict[str, Any]:
-        """The checkpoint fields both engines write alike (each adds what
-        it read: files, or Spark's micro-batches)."""
-        return {
-            "version": version,
-            "window_ns": self.window_ns,
-            "lateness_ns": self.lateness_ns,
-            "closed_until_ns": self._closed_until,
-            "first_event_ns": self._first,
-            "last_event_ns": self._last,
-            "next_row": self._next_row,
-            "late_rows": self.late_rows,
-            "failed_windows": self.failed_windows,
-            "corrupt": self._corrupt,
-        }
 
 
 class OnlinePipeline(PipelineCounters):
@@ -395,20 +255,13 @@ class OnlinePipeline(PipelineCounters):
         self._late_until: int | None = None
         self.late_rows = 0
         self.failed_windows = 0
-        # The buffer: each file's rows of the open windows, and their
-        # concatenation (chunks, not copied) while no part changes.
-        self._parts: list[_Part] = []
-        self._rows: pl.DataFrame | None = None
+        # The buffer: each file's rows of the open windows.
+        self._open_rows = OpenRows()
         # Whether the last window closed had under ONE_CORE_ROWS rows.
         self._small_windows = False
         self._resume()
 
     # -- state -------------------------------------------------------------
-
-    @property
-    def fixed_ns(self) -> int | None:
-        """The fixed window length, or ``None`` for micro-batch windows."""
-        return None if self.window_ns == MICRO_BATCHES else int(self.window_ns)
 
     @property
     def open_window_ns(self) -> int | None:
@@ -423,15 +276,9 @@ class OnlinePipeline(PipelineCounters):
         return ends[0] - start if ends else None
 
     @property
-    def rows_read(self) -> int:
-        """Trace rows read so far (over restarts: the checkpoint counts them)."""
-        return self._next_row
-
-    @property
     def buffered_rows(self) -> int:
         """Rows held in memory for the windows still open."""
-        rows = self._buffer_rows()
-        return 0 if rows is None else len(rows)
+        return len(self._open_rows)
 
     def _resume(self) -> None:
         self.store.remove_temporaries()
@@ -450,32 +297,13 @@ class OnlinePipeline(PipelineCounters):
         self._reread_open_files()
 
     def _load_checkpoint(self, data: dict[str, Any]) -> None:
-        path = self.store.root / "checkpoint.json"
-        if str(data.get("version")).startswith("spark"):  # engines/spark_live.py
-            raise InputError(
-                f"{path}: written by the spark engine; use --engine spark or "
-                f"remove {self.store.root}"
-            )
-        if data.get("version") != CHECKPOINT_VERSION:
-            raise InputError(
-                f"{path}: unknown checkpoint version {data.get('version')}"
-            )
-        if data["window_ns"] != self.window_ns:
-            raise InputError(
-                f"{path}: the store holds {_windows_text(data['window_ns'])}, not "
-                f"{_windows_text(self.window_ns)}; use that window or remove "
-                f"{self.store.root}"
-            )
+        check_checkpoint(
+            data, self.store.checkpoint_path, CHECKPOINT_VERSION, self.window_ns
+        )
+        self._load_checkpoint_fields(data)
         self._files = {name: _FileEntry(**e) for name, e in data["files"].items()}
-        self._corrupt = dict(data["corrupt"])
-        self._next_row = int(data["next_row"])
-        self._first = data["first_event_ns"]
-        self._last = data["last_event_ns"]
-        self._closed_until = data["closed_until_ns"]
         self._closing_until = data.get("closing_until_ns")
         self._late_until = self._closed_until
-        self.late_rows = int(data["late_rows"])
-        self.failed_windows = int(data["failed_windows"])
 
     def _reread_open_files(self) -> None:
         """Rebuild the buffer from consumed files that may touch open windows,
@@ -601,49 +429,17 @@ class OnlinePipeline(PipelineCounters):
         first, last, ends_from = row[0], row[1], row[2]
         if counting:
             self.late_rows += row[3]
-        self._first = first if self._first is None else min(self._first, first)
-        self._last = last if self._last is None else max(self._last, last)
+        self._observe(first, last)
         rows = np.arange(offset, offset + frame.height, dtype=np.int64)
-        whole = _Part(
+        whole = Part(
             frame.clone().insert_column(0, pl.Series(ROW, rows)),
             first,
             ends_from,
             last,
         )
         closed = self._closed_until
-        part = whole if closed is None else whole.ending_from(closed)
-        if part is not None:
-            self._parts.append(part)
-            self._rows = None
+        self._open_rows.add(whole if closed is None else whole.ending_from(closed))
         return first, last
-
-    def _buffer_rows(self) -> pl.DataFrame | None:
-        """The buffered rows (None: none), the parts' chunks concatenated."""
-        if self._rows is None and self._parts:
-            self._rows = _stacked([part.rows for part in self._parts])
-        return self._rows
-
-    def _rows_before(self, until: int) -> pl.DataFrame:
-        """The buffered rows of the files with an event before ``until``.
-
-        A row whose first event is at ``until`` or later touches no window
-        before it: the files of the lateness are left out, not filtered
-        (two thirds of the buffer at 30,000 rows/s and 2 s of lateness).
-        """
-        frames = [part.rows for part in self._parts if part.starts_from < until]
-        if not frames:
-            return pl.DataFrame()
-        if len(frames) < len(self._parts):
-            return _stacked(frames)
-        whole = self._buffer_rows()  # every part: the concatenation kept
-        assert whole is not None
-        return whole
-
-    def _drop_closed(self, until: int) -> None:
-        """Drop the buffered rows that end before ``until``."""
-        parts = (part.ending_from(until) for part in self._parts)
-        self._parts = [part for part in parts if part is not None]
-        self._rows = None
 
     # -- closing -----------------------------------------------------------
 
@@ -690,16 +486,11 @@ class OnlinePipeline(PipelineCounters):
     def _close_until(self, final: bool) -> int | None:
         """Where the windows the watermark passed end (``None``: nowhere yet)."""
         assert self._last is not None
-        w = self.fixed_ns
-        if w is not None:
-            if final:
-                return _ceil(self._last, w)
-            return _floor(self._last - self.lateness_ns, w)
-        if final:
-            return self._last + 1  # as micro_batch_bounds ends the last window
-        watermark = self._last - self.lateness_ns
-        passed = [t for t in self._boundaries() if t <= watermark]
-        return passed[-1] if passed else None
+        if self.fixed_ns is not None:
+            return close_until(self._last, self.lateness_ns, self.fixed_ns, final=final)
+        return batch_close_until(
+            self._last, self.lateness_ns, self._boundaries(), final=final
+        )
 
     def _boundaries(self) -> list[int]:
         """Micro-batch boundaries after the first event (see "Assumptions")."""
@@ -709,15 +500,6 @@ class OnlinePipeline(PipelineCounters):
         if self._triggers[0] is not batches:  # sorted once per context read
             self._triggers = (batches, trigger_times(batches))
         return [t for t in self._triggers[1] if t > first]
-
-    def _open_from(self) -> int:
-        """Start of the first window not closed yet (once a row was read)."""
-        if self._closed_until is not None:
-            return self._closed_until
-        assert self._first is not None
-        if self.fixed_ns is None:
-            return self._first
-        return _floor(self._first, self.fixed_ns)
 
     def _windows_before(self, rows: pl.DataFrame, until: int) -> list[tuple[int, int]]:
         """The windows from the first open one to ``until``, as (start, end)."""
@@ -730,14 +512,14 @@ class OnlinePipeline(PipelineCounters):
 
     def _close_range(self, until: int, *, resumed: bool = False) -> list[ClosedWindow]:
         """Close every window before ``until``; see "Restart" above."""
-        rows = self._rows_before(until)
+        rows = self._open_rows.before(until)
         windows = self._windows_before(rows, until)
         self._closing_until = until
         if windows and not resumed:
             self.store.write_checkpoint(self._checkpoint_json())
         closed = []
         w = self.fixed_ns
-        near = _Buckets(rows, w) if w is not None and len(windows) > 1 else None
+        near = WindowBuckets(rows, w) if w is not None and len(windows) > 1 else None
         for ts, te in windows:
             if self.store.has_window(ts):  # written before a crash
                 continue
@@ -746,7 +528,7 @@ class OnlinePipeline(PipelineCounters):
                 closed.append(window)
         self._closed_until = self._late_until = until
         self._closing_until = None
-        self._drop_closed(until)
+        self._open_rows.drop_closed(until)
         self.store.write_checkpoint(self._checkpoint_json())
         return closed
 
@@ -758,7 +540,7 @@ class OnlinePipeline(PipelineCounters):
             return None
         # The CP on a helper thread (see "Two threads a window"), meanwhile
         # the task facts and the what-if model on this one.
-        computing = background(CP_THREAD).submit(self._window_cp, near, ts, te)
+        computing = background(CP_THREAD).submit(self._closing_cp, near, ts, te)
         try:
             facts, replay = _task_model(Trace(near, self._context))
         except BaseException:
@@ -783,9 +565,9 @@ class OnlinePipeline(PipelineCounters):
             write.finish(summaries)
         return ClosedWindow(start_ns=ts, end_ns=te, cp=stored, summaries=summaries)
 
-    def _window_cp(self, near: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
-        """The window's CP rows from the trace rows touching it
-        (:func:`~sparktrail.pag.chunk_cp.touching_rows`). Run on the
+    def _closing_cp(self, near: pl.DataFrame, ts: int, te: int) -> pl.DataFrame:
+        """The closing window's CP rows from the trace rows touching it
+        (:func:`~sparktrail.pag.chunk_cp.one_window_cp`). Run on the
         helper thread: it reads the pipeline's state and changes none of it.
 
         Raises
@@ -796,7 +578,8 @@ class OnlinePipeline(PipelineCounters):
         assert self._first is not None and self._last is not None
         # Origin ts: only this window is kept (clipped rows may open a
         # pathless neighbour; its ``windows`` frame says if it has paths).
-        cp, _ = cp_of_touching(near, te - ts, ts, ts, te, (self._first, self._last))
+        extent = (self._first, self._last)
+        cp, _ = one_window_cp(near, ts, te, extent, touching=True)
         return cp
 
     def _summaries(

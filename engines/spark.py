@@ -11,7 +11,7 @@ part, cutting the trace into windows and counting their paths, over Spark:
    :func:`~sparktrail.pag.windows.coarse_range` (floor divisions of its
    event times in int64), and explodes it: one row per (trace row, window).
 3. ``groupBy("window").applyInArrow`` hands each window those rows, and
-   :func:`~sparktrail.pag.chunk_cp.chunk_cp` of that one window, the
+   :func:`~sparktrail.pag.chunk_cp.one_window_cp` (:func:`window_group_cp`), the
    polars path the other engines take, keeps the rows the pag rules put in
    it (:mod:`~sparktrail.pag.windows`), clips them, and runs the numba
    kernel with ``extent_ns`` set to the whole trace's first and last event:
@@ -61,7 +61,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
-from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
+from sparktrail.pag.chunk_cp import one_window_cp, trace_extent
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.schemas import (
     CP,
@@ -200,7 +200,7 @@ def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
     The range is :func:`sparktrail.pag.windows.coarse_range`, which holds
     every window the row lies in and reads only its times; each window's
     function then keeps exactly the rows the pag rules put there
-    (:func:`_window_cp`). Windows before ``origin_ns`` do not exist.
+    (:func:`window_group_cp`). Windows before ``origin_ns`` do not exist.
     """
     from pyspark.sql import functions as F
 
@@ -216,44 +216,48 @@ def _pieces(rows: DataFrame, window_ns: int, origin_ns: int) -> DataFrame:
     return exploded.select("window", "edge_index", *KERNEL_COLUMNS, *_SUMMARY_COLUMNS)
 
 
-def _window_cp(
+def window_group_cp(
     window_ns: int,
     origin_ns: int,
     extent_ns: tuple[int, int],
+    row_column: str,
     key: tuple[pa.Scalar[Any], ...],
     table: pa.Table,
-) -> pa.Table:
-    """CP of one window from the trace rows that may touch it (runs on executors).
+) -> pl.DataFrame:
+    """CP of one window from the trace rows that may touch it (runs on
+    executors, in both Spark engines' ``groupBy(window).applyInArrow``).
 
-    :func:`~sparktrail.pag.chunk_cp.chunk_cp` of the one window keeps the
-    rows that lie in it, clips them and computes its CP with the trace's
-    origin (so a window that no row anchors gets no rows, as in the whole
-    trace). Returns the window's CP rows with ``edge_index`` the row of the
-    whole trace, or no rows when the window is not listed.
+    ``key`` is the window's index in the windows of ``window_ns`` from
+    ``origin_ns``; ``table`` its exploded rows, ``row_column`` their row in
+    the whole trace. :func:`~sparktrail.pag.chunk_cp.one_window_cp` with the
+    grid's origin keeps the rows that lie in the window, clips them and
+    computes its CP (so a window that no row anchors gets no rows, as in
+    the whole trace). Returns the window's CP rows (of :data:`_RESULT_TYPES`)
+    with ``edge_index`` the row of the whole trace.
+
+    Raises
+    ------
+    CycleError
+        As :func:`~sparktrail.pag.chunk_cp.one_window_cp`.
     """
-    k = int(key[0].as_py())
+    ts = origin_ns + int(key[0].as_py()) * window_ns
     rows = pl.from_arrow(table)
     assert isinstance(rows, pl.DataFrame)
-    ts = origin_ns + k * window_ns
-    rows = rows.drop("window").sort("edge_index")
-    cp, near = chunk_cp(
+    rows = rows.drop("window").sort(row_column)
+    cp, near = one_window_cp(
         rows,
-        window_ns,
-        origin_ns,
         ts,
         ts + window_ns,
         extent_ns,
-        row_column="edge_index",
+        origin_ns=origin_ns,
+        row_column=row_column,
     )
-    edge = cp["edge_index"]
-    result = pl.DataFrame(
+    edge = cp[EDGE_INDEX]
+    return pl.DataFrame(
         {
-            "window_start_ns": cp["window_start_ns"],
-            "edge_index": to_trace_rows(cp, near)["edge_index"],
-            "start_ns": cp["start_ns"],
-            "end_ns": cp["end_ns"],
-            "weight_ns": cp["weight_ns"],
-            "cp": cp["cp"],
+            WINDOW_START_NS: cp[WINDOW_START_NS],
+            EDGE_INDEX: to_trace_rows(cp, near)[EDGE_INDEX],
+            **{c: cp[c] for c in (START_NS, END_NS, WEIGHT_NS, CP)},
             **{
                 c: near[c].gather(edge)
                 for c in ("src_worker", "dst_worker", "activity", *_SUMMARY_COLUMNS)
@@ -261,7 +265,6 @@ def _window_cp(
         },
         schema=_RESULT_TYPES,
     )
-    return _arrow(result)
 
 
 #: The Spark engine builds every window of the span (it explodes each row
@@ -314,7 +317,9 @@ def _cp_rows(
     # A lambda, not a functools.partial: pyspark infers the UDF kind from
     # the function's signature, and fails on a partial's.
     result = pieces.groupBy("window").applyInArrow(
-        lambda key, table: _window_cp(window_ns, origin_ns, extent, key, table),
+        lambda key, table: _arrow(
+            window_group_cp(window_ns, origin_ns, extent, EDGE_INDEX, key, table)
+        ),
         _RESULT_SCHEMA,
     )
     # Staged, not cached: the rows are read by several queries, and the

@@ -24,9 +24,9 @@ frames), but runs the reading, the per-window CP and its sums on Spark:
    exploded over their coarse window range
    (:func:`~sparktrail.pag.windows.coarse_range`, in SQL), and
    ``groupBy(window).applyInArrow`` runs
-   :func:`~sparktrail.pag.chunk_cp.chunk_cp` of each window, the polars
-   engine's own call (origin the window's start, ``extent_ns`` the first
-   and latest event seen), on the executors.
+   :func:`~sparktrail.pag.chunk_cp.one_window_cp` of each window, the
+   polars engine's own call (``extent_ns`` the first and latest event
+   seen), on the executors.
 4. Spark SQL sums the CP rows per window to the
    :class:`~sparktrail.summaries.partials.Partials` of each window (the
    batch Spark engine's aggregations, :mod:`~sparktrail.engines.spark`,
@@ -102,7 +102,6 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import CycleError, critical_participation
-from sparktrail.pag.chunk_cp import chunk_cp
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.participation import check_window
 from sparktrail.pag.schemas import (
@@ -127,8 +126,6 @@ from sparktrail.pag.windows import (
     TRACE_ROW,
     first_event,
     last_event,
-    listed_windows,
-    to_trace_rows,
     touches,
 )
 from sparktrail.summaries.communication import read_partial_of_sums
@@ -137,7 +134,9 @@ from sparktrail.summaries.frames import HAS_PATHS
 from sparktrail.summaries.partials import Partials, partials_of_sums
 from sparktrail.summaries.result import HintOptions
 
-from .online import ROW, ClosedWindow, PipelineCounters, TraceFileWarning
+from .checkpoint import PipelineCounters, check_checkpoint
+from .online import ClosedWindow, TraceFileWarning
+from .open_rows import ROW, still_open
 from .spark import (
     _RESULT_TYPES,
     _SUMMARY_COLUMNS,
@@ -146,8 +145,10 @@ from .spark import (
     _fetch,
     _fine_query,
     spark_session,
+    window_group_cp,
 )
 from .store import WindowStore, store_dir
+from .watermark import close_until
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -206,7 +207,7 @@ def _decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from frame.to_arrow().cast(schema).to_batches()
 
 
-def _window_cp(
+def _closing_cp(
     window_ns: int,
     extent_ns: tuple[int, int],
     key: tuple[pa.Scalar[Any], ...],
@@ -214,46 +215,21 @@ def _window_cp(
 ) -> pa.Table:
     """CP rows of one closing window from the open rows that may touch it.
 
-    Runs on the executors. The polars engine's close of one window: the
-    window is closed only when a row anchors it (``listed_windows``), and
-    :func:`~sparktrail.pag.chunk_cp.chunk_cp` with the window's start as
-    origin. ``edge_index`` is the trace row (``_row``). A window whose PAG
-    has a cycle gives one row naming the error in ``_failed``.
+    Runs on the executors: the batch Spark engine's
+    :func:`~sparktrail.engines.spark.window_group_cp` on the windows
+    ``[k * w, (k + 1) * w)`` (the live engines' grid), ``edge_index`` the
+    trace row (``_row``). A window whose PAG has a cycle gives one row
+    naming the error in ``_failed``.
     """
-    k = int(key[0].as_py())
-    ts, te = k * window_ns, (k + 1) * window_ns
-    rows = pl.from_arrow(table)
-    assert isinstance(rows, pl.DataFrame)
-    rows = rows.drop("window").sort(ROW)
-    empty = pl.DataFrame(schema=_RESULT)
-    if not listed_windows(rows, window_ns, ts, te):
-        return empty.to_arrow().cast(arrow_schema(_RESULT))
     try:
-        cp, near = chunk_cp(rows, window_ns, ts, ts, te, extent_ns, row_column=ROW)
+        cp = window_group_cp(window_ns, 0, extent_ns, ROW, key, table)
     except CycleError as err:
-        failed = pl.DataFrame(
+        ts = int(key[0].as_py()) * window_ns
+        cp = pl.DataFrame(
             {WINDOW_START_NS: [ts], FAILED: [str(err)]},
             schema={WINDOW_START_NS: pl.Int64, FAILED: pl.String},
         )
-        return (
-            pl.concat([empty, failed], how="diagonal")
-            .to_arrow()
-            .cast(arrow_schema(_RESULT))
-        )
-    edge = cp[EDGE_INDEX]
-    result = pl.DataFrame(
-        {
-            WINDOW_START_NS: cp[WINDOW_START_NS],
-            EDGE_INDEX: to_trace_rows(cp, near)[EDGE_INDEX],
-            **{c: cp[c] for c in ("start_ns", "end_ns", "weight_ns", "cp")},
-            **{
-                c: near[c].gather(edge)
-                for c in ("src_worker", "dst_worker", "activity", *_SUMMARY_COLUMNS)
-            },
-            FAILED: pl.Series(FAILED, [None] * len(cp), pl.String),
-        },
-        schema=_RESULT,
-    )
+    result = pl.concat([pl.DataFrame(schema=_RESULT), cp], how="diagonal")
     return result.to_arrow().cast(arrow_schema(_RESULT))
 
 
@@ -346,6 +322,11 @@ class SparkLivePipeline(PipelineCounters):
     # -- state -------------------------------------------------------------
 
     @property
+    def open_window_ns(self) -> int:
+        """The length of the first window not closed yet (windows are fixed)."""
+        return self.window_ns
+
+    @property
     def buffered_rows(self) -> int:
         """Rows staged for the windows still open (whole micro-batches)."""
         return sum(int(b["rows"]) for b in self._batches.values())
@@ -368,18 +349,8 @@ class SparkLivePipeline(PipelineCounters):
                 self.store.remove_window(start)
             shutil.rmtree(self.spark_dir, ignore_errors=True)
             return
-        path = self.store.root / "checkpoint.json"
-        if data.get("version") != CHECKPOINT_VERSION:
-            raise InputError(
-                f"{path}: written by the polars engine (version "
-                f"{data.get('version')!r}); use --engine polars or remove "
-                f"{self.store.root}"
-            )
-        if data["window_ns"] != self.window_ns:
-            raise InputError(
-                f"{path}: the store holds windows of {data['window_ns']} ns, not "
-                f"{self.window_ns} ns; use that window or remove {self.store.root}"
-            )
+        path = self.store.checkpoint_path
+        check_checkpoint(data, path, CHECKPOINT_VERSION, self.window_ns)
         if int(data["last_batch"]) >= 0 and not (self.spark_dir / "stream").is_dir():
             # Spark would offer every file again as batch 0, which the
             # checkpoint says is applied: nothing new would ever be read.
@@ -387,15 +358,9 @@ class SparkLivePipeline(PipelineCounters):
                 f"{path}: Spark's stream checkpoint {self.spark_dir / 'stream'} is "
                 f"gone; remove {self.store.root} to start afresh"
             )
-        self._closed_until = data["closed_until_ns"]
-        self._first = data["first_event_ns"]
-        self._last = data["last_event_ns"]
-        self._next_row = int(data["next_row"])
-        self.late_rows = int(data["late_rows"])
-        self.failed_windows = int(data["failed_windows"])
+        self._load_checkpoint_fields(data)
         self._last_batch = int(data["last_batch"])
         self._batches = {int(k): v for k, v in data["batches"].items()}
-        self._corrupt = dict(data["corrupt"])
         # Staged rows the checkpoint does not name: a killed micro-batch's
         # (it runs again) or a pruned one's.
         rows = self.spark_dir / "rows"
@@ -438,7 +403,9 @@ class SparkLivePipeline(PipelineCounters):
             with self._timed("stream"):
                 self._run_stream()
         if final and self._last is not None:
-            until = -(-self._last // self.window_ns) * self.window_ns
+            until = close_until(
+                self._last, self.lateness_ns, self.window_ns, final=True
+            )
             if until > self._open_from():
                 self._close_range(until)
                 self._save()
@@ -505,8 +472,9 @@ class SparkLivePipeline(PipelineCounters):
         )
         self._apply(stats, batch_id)
         if self._last is not None:
-            w = self.window_ns
-            until = (self._last - self.lateness_ns) // w * w
+            until = close_until(
+                self._last, self.lateness_ns, self.window_ns, final=False
+            )
             if until > self._open_from():
                 self._close_range(until)
         self._last_batch = batch_id
@@ -538,8 +506,7 @@ class SparkLivePipeline(PipelineCounters):
             self._next_row += int(row["rows"])
             rows += int(row["rows"])
             lo, hi = int(row["lo"]), int(row["hi"])
-            self._first = lo if self._first is None else min(self._first, lo)
-            self._last = hi if self._last is None else max(self._last, hi)
+            self._observe(lo, hi)
             self.late_rows += int(row["late"] or 0)
         if offsets:
             top = max(int(h) for h in stats["hi"].drop_nulls())
@@ -554,17 +521,10 @@ class SparkLivePipeline(PipelineCounters):
             return
         # After the checkpoint: a rerun of this batch needs the rows before it.
         for batch, entry in list(self._batches.items()):
-            if entry["max_ns"] < self._closed_until:
+            if not still_open(entry["max_ns"], self._closed_until):
                 del self._batches[batch]
                 shutil.rmtree(self._rows_dir(batch), ignore_errors=True)
         self.store.write_checkpoint(self.checkpoint())
-
-    def _open_from(self) -> int:
-        """Start of the first window not closed yet (once a row was read)."""
-        if self._closed_until is not None:
-            return self._closed_until
-        assert self._first is not None
-        return self._first // self.window_ns * self.window_ns
 
     # -- closing -----------------------------------------------------------
 
@@ -636,7 +596,7 @@ class SparkLivePipeline(PipelineCounters):
             staged = self.spark_dir / "cp"
             with self._timed("cp"):
                 pieces.groupBy("window").applyInArrow(
-                    lambda key, table: _window_cp(w, extent, key, table),
+                    lambda key, table: _closing_cp(w, extent, key, table),
                     spark_ddl(_RESULT),
                 ).write.mode("overwrite").parquet(str(staged))
             self._store_windows(staged, start, until)
@@ -661,7 +621,7 @@ class SparkLivePipeline(PipelineCounters):
         if not todo:
             return
         with self._timed("sums"):
-            sums = self._sums(staged)
+            sums = _window_sums(self.spark, staged, self.window_ns)
         with self._timed("finish"):
             self._finish(cp_rows, sums, self._near_rows(start, until), todo)
 
@@ -686,7 +646,7 @@ class SparkLivePipeline(PipelineCounters):
                 pl.col(ROW).alias(TRACE_ROW)
             )
             summaries = summaries_from_partials(
-                self._window_partials(sums, near, ts),
+                _window_partials(sums, near, ts, self._empty),
                 Trace(near, self._context),
                 self.window_ns,
                 ts,
@@ -696,90 +656,94 @@ class SparkLivePipeline(PipelineCounters):
             self.store.write_window(window)
             self._closed.append(window)
 
-    def _sums(self, staged: Path) -> dict[str, pl.DataFrame]:
-        """The per-window sums of the staged CP rows, from Spark aggregations.
 
-        The batch Spark engine's queries (:mod:`~sparktrail.engines.spark`)
-        grouped by window as well: the fine grouping, messages by sender,
-        CP per (window, task) and per (window, driver row).
-        """
-        from pyspark.sql import functions as F
+def _window_sums(
+    spark: SparkSession, staged: Path, window_ns: int
+) -> dict[str, pl.DataFrame]:
+    """The per-window sums of the staged CP rows, from Spark aggregations.
 
-        window = [WINDOW_START_NS, WINDOW_END_NS]
-        cp = _charged(
-            self.spark.read.schema(spark_ddl(_RESULT))
-            .parquet(str(staged))
-            .filter(F.col(FAILED).isNull()),
-            self.window_ns,
-        )
-        messages = cp.filter("NOT is_local").groupBy(
-            *window, "src_worker", "worker", "activity"
-        )
-        queries = {
-            "fine": _fine_query(cp),
-            "messages": messages.agg(
-                F.sum("cp").alias("cp"),
-                F.sum("cp_ns").alias("cp_ns"),
-                F.count(F.lit(1)).alias("edges"),
-            ),
-            "tasks": cp.filter("task_id IS NOT NULL")
-            .groupBy(WINDOW_START_NS, "task_id")
-            .agg(F.sum("cp").alias("cp")),
-            "driver": cp.filter("activity = 'driver' AND cp > 0")
-            .groupBy(WINDOW_START_NS, EDGE_INDEX)
-            .agg(F.sum("cp").alias("cp")),
-        }
-        # Submitted together: each is a small job, and their scheduling
-        # overheads overlap (Spark runs jobs of several threads at once).
-        with ThreadPoolExecutor(len(queries)) as pool:
-            futures = {name: pool.submit(_fetch, q) for name, q in queries.items()}
-            return {name: f.result() for name, f in futures.items()}
+    The batch Spark engine's queries (:mod:`~sparktrail.engines.spark`)
+    grouped by window as well: the fine grouping, messages by sender,
+    CP per (window, task) and per (window, driver row).
+    """
+    from pyspark.sql import functions as F
 
-    def _window_partials(
-        self, sums: dict[str, pl.DataFrame], near: pl.DataFrame, ts: int
-    ) -> Partials:
-        """The :class:`Partials` of window ``ts`` from the Spark sums.
+    window = [WINDOW_START_NS, WINDOW_END_NS]
+    cp = _charged(
+        spark.read.schema(spark_ddl(_RESULT))
+        .parquet(str(staged))
+        .filter(F.col(FAILED).isNull()),
+        window_ns,
+    )
+    messages = cp.filter("NOT is_local").groupBy(
+        *window, "src_worker", "worker", "activity"
+    )
+    queries = {
+        "fine": _fine_query(cp),
+        "messages": messages.agg(
+            F.sum("cp").alias("cp"),
+            F.sum("cp_ns").alias("cp_ns"),
+            F.count(F.lit(1)).alias("edges"),
+        ),
+        "tasks": cp.filter("task_id IS NOT NULL")
+        .groupBy(WINDOW_START_NS, "task_id")
+        .agg(F.sum("cp").alias("cp")),
+        "driver": cp.filter("activity = 'driver' AND cp > 0")
+        .groupBy(WINDOW_START_NS, EDGE_INDEX)
+        .agg(F.sum("cp").alias("cp")),
+    }
+    # Submitted together: each is a small job, and their scheduling
+    # overheads overlap (Spark runs jobs of several threads at once).
+    with ThreadPoolExecutor(len(queries)) as pool:
+        futures = {name: pool.submit(_fetch, q) for name, q in queries.items()}
+        return {name: f.result() for name, f in futures.items()}
 
-        ``near`` is the window's rows: a driver row's ``edge_index`` becomes
-        its position there, since ``near`` is the trace its summaries read.
-        """
-        this = pl.col(WINDOW_START_NS) == ts
-        fine = sums["fine"].filter(this)
-        derived = partials_of_sums(fine)
-        reads = read_partial_of_sums(fine)
-        messages = (
-            sums["messages"]
-            .filter(this)
-            .with_columns(
-                pl.lit(False).alias("read"), pl.lit(None, pl.Int64).alias("stage_id")
-            )
+
+def _window_partials(
+    sums: dict[str, pl.DataFrame], near: pl.DataFrame, ts: int, empty: Partials
+) -> Partials:
+    """The :class:`Partials` of window ``ts`` from the Spark sums.
+
+    ``near`` is the window's rows: a driver row's ``edge_index`` becomes
+    its position there, since ``near`` is the trace its summaries read.
+    """
+    this = pl.col(WINDOW_START_NS) == ts
+    fine = sums["fine"].filter(this)
+    derived = partials_of_sums(fine)
+    reads = read_partial_of_sums(fine)
+    messages = (
+        sums["messages"]
+        .filter(this)
+        .with_columns(
+            pl.lit(False).alias("read"), pl.lit(None, pl.Int64).alias("stage_id")
         )
-        has_paths = bool(derived["windows"][HAS_PATHS].any())
-        tasks = (
-            sums["tasks"]
-            .filter(this & pl.lit(has_paths))
-            .select("task_id", "cp", pl.lit(1, pl.Int64).alias("windows"))
+    )
+    has_paths = bool(derived["windows"][HAS_PATHS].any())
+    tasks = (
+        sums["tasks"]
+        .filter(this & pl.lit(has_paths))
+        .select("task_id", "cp", pl.lit(1, pl.Int64).alias("windows"))
+    )
+    position = near.select(
+        pl.col(TRACE_ROW).alias(EDGE_INDEX),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"),
+    )
+    driver = (
+        sums["driver"]
+        .filter(this)
+        .join(position, on=EDGE_INDEX)
+        .select(pl.col("_position").alias(EDGE_INDEX), "cp")
+    )
+    frames = {
+        **derived,
+        "channels": pl.concat([messages, reads], how="diagonal_relaxed"),
+        "tasks": tasks,
+        "driver": driver,
+    }
+    collected = {
+        name: pl.concat(
+            [like, frames[name].select(like.columns).cast(like.schema)]  # type: ignore[arg-type]
         )
-        position = near.select(
-            pl.col(TRACE_ROW).alias(EDGE_INDEX),
-            pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"),
-        )
-        driver = (
-            sums["driver"]
-            .filter(this)
-            .join(position, on=EDGE_INDEX)
-            .select(pl.col("_position").alias(EDGE_INDEX), "cp")
-        )
-        frames = {
-            **derived,
-            "channels": pl.concat([messages, reads], how="diagonal_relaxed"),
-            "tasks": tasks,
-            "driver": driver,
-        }
-        collected = {
-            name: pl.concat(
-                [like, frames[name].select(like.columns).cast(like.schema)]  # type: ignore[arg-type]
-            )
-            for name, like in ((f, getattr(self._empty, f)) for f in frames)
-        }
-        return Partials(**collected)
+        for name, like in ((f, getattr(empty, f)) for f in frames)
+    }
+    return Partials(**collected)

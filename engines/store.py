@@ -324,7 +324,7 @@ class WindowStore:
         ``checkpoint`` is JSON-ready data, or its JSON text already.
         """
         self.lock()
-        target = self.root / CHECKPOINT
+        target = self.checkpoint_path
         temporary = _temporary(self.root, CHECKPOINT)
         # Compact: json's C encoder (indented, it runs in Python), and the
         # checkpoint lists every file read, thousands in a long run.
@@ -389,9 +389,14 @@ class WindowStore:
         folder = self.windows_dir / str(start_ns)
         return start_ns + saved_window(folder)[0]
 
+    @property
+    def checkpoint_path(self) -> Path:
+        """The live engines' checkpoint file (:mod:`~sparktrail.engines.checkpoint`)."""
+        return self.root / CHECKPOINT
+
     def read_checkpoint(self) -> dict[str, Any] | None:
         """The checkpoint as a dict, or ``None`` when there is none yet."""
-        path = self.root / CHECKPOINT
+        path = self.checkpoint_path
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

@@ -29,7 +29,13 @@ from .trace import Trace
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
 # The windowing rules themselves are in .windows.
-__all__ = ["chunk_cp", "cp_of_touching", "touching_rows", "trace_extent"]
+__all__ = [
+    "chunk_cp",
+    "cp_of_touching",
+    "one_window_cp",
+    "touching_rows",
+    "trace_extent",
+]
 
 
 def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
@@ -103,6 +109,60 @@ def chunk_cp(
     """
     rows = touching_rows(trace, ts, te, row_column=row_column)
     return cp_of_touching(rows, window_ns, origin_ns, ts, te, extent_ns)
+
+
+def one_window_cp(
+    rows: pl.DataFrame,
+    ts: int,
+    te: int,
+    extent_ns: tuple[int, int],
+    *,
+    origin_ns: int | None = None,
+    row_column: str | None = None,
+    touching: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """CP of the one window ``[ts, te)`` from rows of a trace.
+
+    The one way every engine computes a single window's CP (the profile's
+    critical window, a live window as it closes, a window on Spark's
+    executors): :func:`chunk_cp` of that window, ``(cp, rows)`` as there.
+
+    Parameters
+    ----------
+    rows
+        Rows of the trace that include those touching the window; with
+        ``touching``, exactly :func:`touching_rows`' rows for it.
+    ts, te
+        The window.
+    extent_ns
+        The whole trace's (first, last) event time.
+    origin_ns
+        The windows' origin, when the window is one of a grid of windows of
+        ``te - ts`` (then an instant on ``ts`` anchors the window before it,
+        as in the whole trace, and an unlisted window gets no rows); by
+        default ``ts``: the window is window 0 of windows from ``ts``, so an
+        instant on ``ts`` lies in it (for a window known to be listed, or
+        a plain stretch of several computed as one).
+    row_column
+        As for :func:`chunk_cp`.
+
+    Raises
+    ------
+    CycleError
+        As :func:`chunk_cp`.
+
+    >>> from sparktrail.pag.trace import validate_trace
+    >>> t = validate_trace(pl.DataFrame({"src_worker": ["a", "a"],
+    ...     "dst_worker": ["a", "a"], "start_ns": [0, 10], "end_ns": [10, 20],
+    ...     "activity": ["processing", "gc"]}))
+    >>> cp, rows = one_window_cp(t, 10, 20, (0, 20))
+    >>> cp.select("edge_index", "cp").rows(), rows["trace_row"].to_list()
+    ([(0, 1.0)], [1])
+    """
+    origin = ts if origin_ns is None else origin_ns
+    if touching:
+        return cp_of_touching(rows, te - ts, origin, ts, te, extent_ns)
+    return chunk_cp(rows, te - ts, origin, ts, te, extent_ns, row_column=row_column)
 
 
 def touching_rows(
