@@ -8,6 +8,11 @@
   its sums computed by PySpark (imported on demand: pyspark is optional);
 * :mod:`~sparktrail.engines.spark_live` — :class:`SparkLivePipeline`, the
   online pipeline as a Spark Structured Streaming query (on demand too);
+* :mod:`~sparktrail.engines.watermark`, :mod:`~sparktrail.engines.checkpoint`,
+  :mod:`~sparktrail.engines.open_rows` — what both live engines share: the
+  close rule, the checkpoint's fields and checks, the buffer of open rows;
+* :mod:`~sparktrail.engines.engine_choice` — :func:`engine_for`, the engine
+  ``--engine polars|spark`` names, for ``profile`` and ``live`` alike;
 * :mod:`~sparktrail.engines.store` — the on-disk store of closed windows;
 * :mod:`~sparktrail.engines.profiler` — :func:`profile`, a run's
   :class:`Profile` (summaries, most critical window), saved between the

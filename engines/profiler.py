@@ -36,7 +36,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag import critical_participation
-from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
+from sparktrail.pag.chunk_cp import one_window_cp, trace_extent
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.pag.trace import (
     Trace,
@@ -49,7 +49,8 @@ from sparktrail.pag.windows import to_trace_rows
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS
 
-from .batch import MICRO_BATCHES, Progress, summarize, summarize_micro_batches
+from .batch import Progress
+from .engine_choice import ENGINES, engine_for
 
 __all__ = [
     "CRITICAL_WINDOW_FILE",
@@ -75,8 +76,6 @@ REPORT_FILE = "report.html"
 #: The version of :data:`META_FILE`'s fields; a folder without the file is
 #: an older sparktrail's (its summaries load, the name is the folder's).
 PROFILE_FORMAT = 1
-#: The engines :func:`summarize_with` runs.
-ENGINES = ("polars", "spark")
 
 #: Activities that happen inside a task on an executor slot.
 TASK_ACTIVITIES = (
@@ -218,8 +217,8 @@ def window_cp(trace: pl.DataFrame | Trace, start_ns: int, end_ns: int) -> pl.Dat
     """CP rows of the one window ``[start_ns, end_ns)`` of a trace.
 
     Only the rows that touch the window go into the computation
-    (:func:`~sparktrail.pag.chunk_cp.chunk_cp` of the one window, the
-    pag rules' own path), so this costs one window, not the whole trace.
+    (:func:`~sparktrail.pag.chunk_cp.one_window_cp`, the pag rules' own
+    path), so this costs one window, not the whole trace.
     A listed window of the trace gets the same CP as in
     :func:`~sparktrail.pag.critical_participation` over the whole trace;
     ``edge_index`` is the row of ``trace``.
@@ -238,9 +237,7 @@ def window_cp(trace: pl.DataFrame | Trace, start_ns: int, end_ns: int) -> pl.Dat
         return critical_participation(frame, end_ns - start_ns, start_ns)
     # The window is window 0 of windows from start_ns: an instant on
     # start_ns lies in it (as it does in the trace's own windows).
-    cp, rows = chunk_cp(
-        frame, end_ns - start_ns, start_ns, start_ns, end_ns, trace_extent(frame)
-    )
+    cp, rows = one_window_cp(frame, start_ns, end_ns, trace_extent(frame))
     return to_trace_rows(cp, rows)
 
 
@@ -250,12 +247,9 @@ def summarize_with(
     window_ns: int | str,
     progress: Progress | None = None,
 ) -> Summaries:
-    """Run the summaries of ``trace`` on ``engine`` (one of :data:`ENGINES`).
-
-    ``window_ns`` is a window length, or
-    :data:`~sparktrail.engines.batch.MICRO_BATCHES` for one window per
-    streaming micro-batch (polars only). ``progress(done, batches)``
-    follows the polars engine's window batches.
+    """Run the summaries of ``trace`` on ``engine`` (one of :data:`ENGINES`):
+    :meth:`~sparktrail.engines.engine_choice.Engine.summarize` of
+    :func:`~sparktrail.engines.engine_choice.engine_for`.
 
     Raises
     ------
@@ -263,22 +257,7 @@ def summarize_with(
         If the engine is unknown, or the spark engine cannot be imported
         (pyspark missing), or asked for micro-batch windows.
     """
-    if engine not in ENGINES:
-        raise InputError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
-    if not isinstance(window_ns, int):
-        if window_ns != MICRO_BATCHES:
-            expected = f"a length in ns or {MICRO_BATCHES!r}"
-            raise InputError(f"window {window_ns!r}: expected {expected}")
-        if engine == "spark":
-            raise InputError(f"--window {MICRO_BATCHES} runs on the polars engine only")
-        return summarize_micro_batches(trace, progress=progress)
-    if engine == "polars":
-        return summarize(trace, window_ns, progress=progress)
-    try:
-        from .spark import summarize_spark
-    except ImportError as err:  # pyspark (and pandas) are an optional extra
-        raise InputError(f"the spark engine is not available: {err}") from err
-    return summarize_spark(trace, window_ns)
+    return engine_for(engine, window_ns).summarize(trace, progress)
 
 
 def profile(

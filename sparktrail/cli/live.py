@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparktrail.engines.engine_choice import ENGINES, engine_for
 from sparktrail.engines.online import ClosedWindow, OnlinePipeline
 from sparktrail.errors import InputError
 
@@ -55,7 +56,7 @@ def register(subparsers: Any) -> None:
     add_lateness(parser)
     parser.add_argument(
         "--engine",
-        choices=("polars", "spark"),
+        choices=ENGINES,
         default="polars",
         help="run the pipeline on polars (default) or on Spark Structured Streaming",
     )
@@ -116,18 +117,10 @@ def _pipeline(args: argparse.Namespace) -> OnlinePipeline | SparkLivePipeline:
     Raises
     ------
     ValueError
-        If the spark engine cannot be imported (pyspark missing).
+        If the spark engine cannot be imported (pyspark missing) or does not
+        run ``args.window`` (:func:`~sparktrail.engines.engine_choice.engine_for`).
     """
-    if args.engine != "spark":
-        return OnlinePipeline(args.trace_dir, args.window, args.lateness)
-    if not isinstance(args.window, int):
-        raise InputError(f"--window {args.window} runs on the polars engine only")
-    try:
-        from sparktrail.engines.spark_live import SparkLivePipeline
-
-        return SparkLivePipeline(args.trace_dir, args.window, args.lateness)
-    except ImportError as err:  # pyspark (and pandas) are an optional extra
-        raise InputError(f"the spark engine is not available: {err}") from err
+    return engine_for(args.engine, args.window).live(args.trace_dir, args.lateness)
 
 
 def run(args: argparse.Namespace) -> int:

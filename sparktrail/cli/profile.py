@@ -26,6 +26,7 @@ import polars as pl
 from sparktrail.dashboard.figures import saving_text
 from sparktrail.dashboard.report import window_text, write_report
 from sparktrail.dashboard.verdict import header_line, verdict
+from sparktrail.engines.engine_choice import ENGINES
 from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR, Profile, profile
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
@@ -68,7 +69,7 @@ def register(subparsers: Any) -> None:
     add_window(parser, batches=True)
     parser.add_argument(
         "--engine",
-        choices=("polars", "spark"),
+        choices=ENGINES,
         default="polars",
         help="run the summaries on polars (default) or on Spark",
     )

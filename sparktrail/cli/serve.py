@@ -24,7 +24,7 @@ from sparktrail.dashboard.live_view import (
     ViewSource,
     load_report,
 )
-from sparktrail.engines.online import OnlinePipeline
+from sparktrail.engines.engine_choice import engine_for
 from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_server, add_window
@@ -71,7 +71,8 @@ def live_loader(
 
     ``options`` go to :class:`~sparktrail.dashboard.live_view.LiveLoader`.
     """
-    pipeline = functools.partial(OnlinePipeline, trace_dir, window_ns, lateness_ns)
+    engine = engine_for("polars", window_ns)
+    pipeline = functools.partial(engine.live, trace_dir, lateness_ns)
     return LiveLoader(pipeline, trace_dir, lateness_ns, **options)
 
 
