@@ -487,8 +487,15 @@ def release_mapped_pages() -> None:
     (DESIGN §10).
     """
     for mapped in list(_MAPPED):
-        if not mapped.closed:
-            mapped.madvise(mmap.MADV_DONTNEED)
+        _release(mapped)
+
+
+def _release(mapped: mmap.mmap) -> None:
+    """Unmap ``mapped``'s resident pages (where the platform can: not on
+    Windows, whose ``mmap`` has no ``madvise``)."""
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if dontneed is not None and not mapped.closed:
+        mapped.madvise(dontneed)
 
 
 def _read_file(path: Path) -> pl.DataFrame:
@@ -502,7 +509,7 @@ def _read_file(path: Path) -> pl.DataFrame:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _MAPPED.add(mapped)
     frame = _read_source(pa.BufferReader(pa.py_buffer(mapped)), path)
-    mapped.madvise(mmap.MADV_DONTNEED)  # the validation read every page
+    _release(mapped)  # the validation read every page
     return frame
 
 
