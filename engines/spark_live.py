@@ -207,7 +207,7 @@ def _decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from frame.to_arrow().cast(schema).to_batches()
 
 
-def _closing_cp(
+def _spark_closing_cp(
     window_ns: int,
     extent_ns: tuple[int, int],
     key: tuple[pa.Scalar[Any], ...],
@@ -596,7 +596,7 @@ class SparkLivePipeline(PipelineCounters):
             staged = self.spark_dir / "cp"
             with self._timed("cp"):
                 pieces.groupBy("window").applyInArrow(
-                    lambda key, table: _closing_cp(w, extent, key, table),
+                    lambda key, table: _spark_closing_cp(w, extent, key, table),
                     spark_ddl(_RESULT),
                 ).write.mode("overwrite").parquet(str(staged))
             self._store_windows(staged, start, until)
