@@ -27,6 +27,7 @@ import plotly.io as pio
 import polars as pl
 
 from sparktrail.engines.comparison import UNATTRIBUTED, Comparison
+from sparktrail.engines.profiler import REPORT_FILE
 from sparktrail.engines.series import RunSeries, start_text
 
 from .html_pages import write_page
@@ -485,7 +486,7 @@ def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path
         "</section>",
     ]
     return write_page(
-        Path(out_dir) / "report.html",
+        Path(out_dir) / REPORT_FILE,
         f"sparktrail compare: {title}",
         _STYLE,
         "".join(parts),
@@ -687,7 +688,7 @@ def write_series_report(s: RunSeries, out_dir: str | os.PathLike[str]) -> Path:
         "records.</p></section>",
     ]
     return write_page(
-        Path(out_dir) / "report.html",
+        Path(out_dir) / REPORT_FILE,
         f"sparktrail compare: {title}",
         _SERIES_STYLE,
         "".join(parts),

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag.chunk_cp import chunk_cp, trace_extent
+from sparktrail.pag.chunk_cp import chunk_cp, one_window_cp, trace_extent
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.streams import StreamBatch
@@ -462,7 +462,7 @@ def summarize_micro_batches(
     windows = list(itertools.pairwise(bounds))
     parts = []
     for done, (ts, te) in enumerate(windows, 1):
-        cp, rows = chunk_cp(frame, te - ts, ts, ts, te, extent)
+        cp, rows = one_window_cp(frame, ts, te, extent)
         cp = to_trace_rows(cp, rows)
         parts.append(Partials.of(cp.drop("start_ns", "end_ns")))
         if progress is not None:
