@@ -284,8 +284,8 @@ def _work(summaries: Summaries, live: bool) -> str | None:
     """The jobs, stages and tasks that ran (``None``: nothing to say); while
     live, only the context's jobs (a window's stages are not the run's)."""
     if live:
-        jobs = summaries.context.jobs
-        return _plural(len(jobs), "job") if jobs else None
+        ran = len(summaries.context.jobs)
+        return _plural(ran, "job") if ran else None
     jobs, stages, tasks = _counts(summaries)
     if stages == 0 and not jobs:
         return "no Spark job"
