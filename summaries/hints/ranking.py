@@ -102,12 +102,15 @@ def merge_repeats(
     keys: dict[int, str],
     wall_ns: int,
     batches: dict[int, int] | None = None,
+    min_saving_ns: float = 0.0,
 ) -> list[Hint]:
     """One hint per (kind, operator) for the kinds of :data:`STAGE_KINDS`.
 
     ``keys`` maps a stage id to its operator; ``batches`` a streaming
     query's stage to its micro-batch (a merged hint then names the first
-    and last batch); hints are finished (saving and severity set).
+    and last batch); hints are finished (saving and severity set). A merged
+    hint is rated on its summed saving, ``info`` under ``min_saving_ns``
+    like any hint.
 
     >>> a = Hint("hotspot", 0.1, {}, "split it", stage_id=1, severity="low",
     ...     predicted_saving_ns=3.0, saving_share=0.03)
@@ -128,12 +131,16 @@ def merge_repeats(
         if len(found) == 1:
             out.append(found[0])
             continue
-        out.append(_merged(found, operator, wall_ns, batches or {}))
+        out.append(_merged(found, operator, wall_ns, batches or {}, min_saving_ns))
     return out
 
 
 def _merged(
-    found: list[Hint], operator: str, wall_ns: int, batches: dict[int, int]
+    found: list[Hint],
+    operator: str,
+    wall_ns: int,
+    batches: dict[int, int],
+    min_saving_ns: float,
 ) -> Hint:
     best = max(found, key=lambda h: (h.predicted_saving_ns or 0.0, h.cp_share))
     stages = sorted({h.stage_id for h in found if h.stage_id is not None})
@@ -175,9 +182,9 @@ def _merged(
         saving_share=share,
         occurrences=len(found),
     )
-    # rated again on the summed saving; the wall-time floor was each
-    # finding's (findings under it may add up to a hint worth showing)
-    return replace(merged, severity=rated(merged, 0.0))
+    # Rated again on the summed saving: findings each under the wall-time
+    # floor may add up to a hint worth showing, but a sum under it is not.
+    return replace(merged, severity=rated(merged, min_saving_ns))
 
 
 def without_static_fixes(hints: list[Hint]) -> list[Hint]:
@@ -265,5 +272,7 @@ def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     finished = [replace(h, severity=rated(h, floor)) for h in saved]
     startup = [h for h in finished if h.evidence.get("startup_batch")]
     trend = [h for h in finished if not h.evidence.get("startup_batch")]
-    merged = merge_repeats(trend, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx))
+    merged = merge_repeats(
+        trend, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx), floor
+    )
     return behind_cause(ctx, merged) + startup
