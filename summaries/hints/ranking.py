@@ -118,6 +118,8 @@ def merge_repeats(
     >>> [merged] = merge_repeats([a, b], {1: "f.py:3", 2: "f.py:3"}, 100)
     >>> merged.occurrences, merged.stage_id, merged.predicted_saving_ns, merged.severity
     (2, 2, 8.0, 'medium')
+    >>> merge_repeats([a, b], {1: "f.py:3", 2: "f.py:3"}, 100, None, 10)[0].severity
+    'info'
     """
     groups: dict[tuple[str, str], list[Hint]] = defaultdict(list)
     out: list[Hint] = []
