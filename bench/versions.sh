@@ -19,7 +19,7 @@ mkdir -p "$out"
 
 if [ ! -d "$old" ]; then git -C "$root" worktree add --detach "$old" "$commit"; fi
 rm -rf "$pkg" && mkdir -p "$pkg" && cp -r "$old/sparktrail" "$pkg/"
-for d in tracer pag summaries engines dashboard; do
+for d in tracer pag whatif summaries engines dashboard; do
   if [ -d "$old/$d" ]; then ln -s "$old/$d" "$pkg/sparktrail/$d"; fi
 done
 
