@@ -1,0 +1,125 @@
+"""What every chart shares: activity colours, worker labels, the empty figure.
+
+Conventions
+-----------
+* Shares are fractions of the critical path (0..1), shown as percentages.
+* Times on the x axis are window starts as UTC datetimes (trace timestamps
+  are ns since the Unix epoch); inside one window, ms since its start.
+* Every activity type has one colour (:data:`ACTIVITY_COLOURS`) in every
+  figure; CP itself is drawn with :data:`CP_COLOURSCALE`.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from sparktrail.pag.workers import SLOT_IN_TEXT, slot_of
+
+__all__ = [
+    "ACTIVITY_COLOURS",
+    "CP_COLOURSCALE",
+    "activity_colour",
+    "empty_figure",
+    "worker_label",
+    "worker_text",
+]
+
+#: One colour per activity type (DESIGN §3), the same in every figure.
+ACTIVITY_COLOURS: dict[str, str] = {
+    "processing": "#1f77b4",
+    "gc": "#d62728",
+    "scheduling": "#ff7f0e",
+    "deserialization": "#bcbd22",
+    "serialization": "#17becf",
+    "shuffle_read": "#9467bd",
+    "shuffle_write": "#8c564b",
+    "result": "#e377c2",
+    "driver": "#2ca02c",
+    "startup": "#98df8a",
+    "waiting": "#c7c7c7",
+    "control": "#7f7f7f",
+    "data": "#393b79",
+}
+
+
+_OTHER_COLOUR = "#aec7e8"
+
+
+#: Colour scale of CP (0 = off the critical path).
+CP_COLOURSCALE = "YlOrRd"
+
+
+def worker_label(worker: str | None) -> str:
+    """How a worker is shown to a user (the data keep its name).
+
+    ``exec-3/1`` is executor 3's core 1; the driver's own timeline is
+    ``driver``, and a slot of the executor inside the driver (local mode,
+    ``exec-driver/1``) is ``driver, core 1``.
+
+    >>> worker_label("exec-3/1"), worker_label("exec-driver/1")
+    ('executor 3, core 1', 'driver, core 1')
+    >>> worker_label("driver"), worker_label(None), worker_label("a")
+    ('driver', 'driver', 'a')
+    """
+    if worker is None:
+        return "driver"
+    slot = slot_of(worker)
+    if slot is None:
+        return worker
+    executor, core = slot
+    if executor == "driver":
+        return f"driver, core {core}"
+    return f"executor {executor}, core {core}"
+
+
+def worker_text(text: str) -> str:
+    """``text`` with every worker name in it shown by :func:`worker_label`.
+
+    >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
+    'move work off executor 2, core 0 (and driver, core 1)'
+    """
+    return SLOT_IN_TEXT.sub(lambda m: worker_label(m.group(0)), text)
+
+
+def empty_figure(message: str) -> go.Figure:
+    """A figure with no data that shows ``message`` in its middle.
+
+    Parameters
+    ----------
+    message
+        What is missing, e.g. "no shuffle on the critical path".
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        No traces, hidden axes, one annotation.
+
+    Examples
+    --------
+    >>> fig = empty_figure("nothing to show")
+    >>> len(fig.data), fig.layout.annotations[0].text
+    (0, 'nothing to show')
+    """
+    fig = go.Figure()
+    fig.add_annotation(
+        text=message,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"size": 16, "color": "#555"},
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=240, plot_bgcolor="white")
+    return fig
+
+
+def activity_colour(activity: str) -> str:
+    """The colour of an activity type (a neutral one for unknown names).
+
+    >>> activity_colour("gc"), activity_colour("something-else")
+    ('#d62728', '#aec7e8')
+    """
+    return ACTIVITY_COLOURS.get(activity, _OTHER_COLOUR)
