@@ -30,7 +30,7 @@ importable ``sparktrail`` package, e.g. from a worktree of commit C::
 
     git worktree add /tmp/old C && mkdir -p /tmp/oldpkg
     cp -r /tmp/old/sparktrail /tmp/oldpkg/
-    for d in tracer pag summaries engines dashboard; do
+    for d in tracer pag whatif summaries engines dashboard; do
         test -d /tmp/old/$d && ln -s /tmp/old/$d /tmp/oldpkg/sparktrail/$d; done
 
 (the runs start in the temporary directory, so the checkout's own
