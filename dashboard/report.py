@@ -242,6 +242,70 @@ def _figures(
     }
 
 
+def _sections(summaries: Summaries, built: dict[str, go.Figure]) -> list[str]:
+    """Every section after the overview, in :data:`SECTIONS` order; plotly.js
+    is inlined in the first chart only."""
+    parts = []
+    first = True
+    for section, heading in SECTIONS.items():
+        if section == "overview":
+            continue
+        body = _plain_body(section, summaries)
+        if body is None:  # a chart
+            body = _chart_body(section, summaries, built[section], first)
+            first = False
+        parts.append(
+            f'<section id="{section}"><h2>{html.escape(heading)}</h2>{body}</section>'
+        )
+    return parts
+
+
+def _caption(section: str) -> str:
+    return f'<p class="caption">{html.escape(_CAPTIONS[section])}</p>'
+
+
+def _plain_body(section: str, summaries: Summaries) -> str | None:
+    """The body of a section that shows no chart: the hints and the stage
+    and executor tables (HTML, readable without JavaScript), or a note
+    instead of the streaming or communication chart; ``None`` for a chart."""
+    if section == "hints":
+        # The dashboard draws the same rows with figures.hints_table.
+        return _hints_html(shown_hints(summaries.hints)) + _caption(section)
+    if section == "streaming" and not summaries.context.batches:
+        return (
+            '<p class="note">No Structured Streaming query ran in this application.</p>'
+        )
+    if section in TABLES:
+        frame, columns = TABLES[section]
+        table = _table_html(getattr(summaries, frame), columns, section)
+        return table + _caption(section)
+    if section == "communication" and figures.one_executor(summaries.communication):
+        return (
+            f'<p class="note">{html.escape(figures.ONE_EXECUTOR_NOTE)}</p>'
+            f"{_shuffle_note(summaries.communication)}"
+        )
+    return None
+
+
+def _chart_body(
+    section: str, summaries: Summaries, figure: go.Figure, with_plotlyjs: bool
+) -> str:
+    """A chart section's body: the chart (the communication's shuffle note
+    above it) and its caption."""
+    extra = ""
+    if section == "communication":
+        extra = _shuffle_note(summaries.communication)
+    plot = pio.to_html(
+        figure,
+        full_html=False,
+        include_plotlyjs=with_plotlyjs,
+        div_id=f"{section}-figure",
+        default_height="480px",
+        config={"displaylogo": False},
+    )
+    return f"{extra}{plot}{_caption(section)}"
+
+
 def write_report(profile: Profile, out_dir: str | os.PathLike[str]) -> Path:
     """Write ``out_dir/report.html`` of ``profile``: every figure, the hints
     and an overview.
@@ -271,63 +335,12 @@ def write_report(profile: Profile, out_dir: str | os.PathLike[str]) -> Path:
     """
     summaries, cp_table, title = profile.summaries, profile.critical_cp, profile.name
     window = profile.critical_window
-    built = _figures(summaries, cp_table, window)
     parts = [
         _headline(summaries, title),
         f'<section id="overview"><h2>{SECTIONS["overview"]}</h2>'
         f"{_overview(summaries, title, window)}</section>",
+        *_sections(summaries, _figures(summaries, cp_table, window)),
     ]
-    first = True
-    for section, heading in SECTIONS.items():
-        if section == "overview":
-            continue
-        caption = f'<p class="caption">{html.escape(_CAPTIONS[section])}</p>'
-        if section == "hints":
-            # A plain table, readable without JavaScript (the dashboard uses
-            # figures.hints_table for the same rows).
-            parts.append(
-                f'<section id="hints"><h2>{html.escape(heading)}</h2>'
-                f"{_hints_html(shown_hints(summaries.hints))}{caption}</section>"
-            )
-            continue
-        if section == "streaming" and not summaries.context.batches:
-            parts.append(
-                f'<section id="streaming"><h2>{html.escape(heading)}</h2>'
-                '<p class="note">No Structured Streaming query ran in this '
-                "application.</p></section>"
-            )
-            continue
-        if section in TABLES:
-            frame, columns = TABLES[section]
-            parts.append(
-                f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
-                f"{_table_html(getattr(summaries, frame), columns, section)}"
-                f"{caption}</section>"
-            )
-            continue
-        extra = ""
-        if section == "communication":
-            if figures.one_executor(summaries.communication):
-                parts.append(
-                    f'<section id="communication"><h2>{html.escape(heading)}</h2>'
-                    f'<p class="note">{html.escape(figures.ONE_EXECUTOR_NOTE)}</p>'
-                    f"{_shuffle_note(summaries.communication)}</section>"
-                )
-                continue
-            extra = _shuffle_note(summaries.communication)
-        plot = pio.to_html(
-            built[section],
-            full_html=False,
-            include_plotlyjs=first,
-            div_id=f"{section}-figure",
-            default_height="480px",
-            config={"displaylogo": False},
-        )
-        first = False
-        parts.append(
-            f'<section id="{section}"><h2>{html.escape(heading)}</h2>'
-            f"{extra}{plot}{caption}</section>"
-        )
     return write_page(
         Path(out_dir) / REPORT_FILE,
         f"sparktrail: {title}",
