@@ -12,8 +12,6 @@ volume, not to a regression.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +23,11 @@ from sparktrail.engines.comparison import Comparison, compare, verdict_of
 from sparktrail.engines.profiler import Profile, profile
 from sparktrail.pag.trace import load_trace
 from sparktrail.tracer import attach, detach
+from tests.integration.session_conf import sql_conf
 
 pytestmark = pytest.mark.integration
 
 WINDOW_NS = 1_000_000_000
-
-
-@contextmanager
-def sql_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """Set SQL settings on the shared session for one run, then restore them."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def traced_profile(spark: Any, out: Path, name: str, fixed: bool) -> Profile:

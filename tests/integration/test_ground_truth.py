@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +31,13 @@ from sparktrail import workloads
 from sparktrail.cli.profile import hints_json
 from sparktrail.pag.trace import load_trace
 from sparktrail.tracer import attach, detach, import_trace
+from tests.integration.session_conf import sql_conf
 
 pytestmark = pytest.mark.integration
 
 WINDOW_NS = 1_000_000_000
 TINY_TASKS = 5_000
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@contextmanager
-def sql_conf(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """Set SQL settings on the shared session for one test, then restore them."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def summarize(trace: pl.DataFrame | Any) -> tuple[sparktrail.Summaries, list[Any]]:
