@@ -3,8 +3,9 @@
 Times ``critical_gantt`` plus the figure's JSON (what the dashboard's draw
 callback sends) on one window of ``window_cp_rows(n)`` (64 slots, 0.2% of
 activities critical), for this checkout and, side by side (alternating,
-medians of ``--repeat``), for ``dashboard/figures.py`` of a baseline git
-revision, loaded from ``git show``. Also reports the bars sent.
+medians of ``--repeat``), for ``dashboard/timeline_gantt.py`` (before it,
+``dashboard/figures.py``) of a baseline git revision, loaded from
+``git show``. Also reports the bars sent.
 
     .venv/bin/python bench/timeline_draw.py --baseline 2f18d5e
 """
@@ -29,16 +30,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _baseline(rev: str) -> ModuleType:
-    source = subprocess.run(
-        ["git", "show", f"{rev}:dashboard/figures.py"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "baseline_figures.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("baseline_figures", path)
+    # The timeline's module since figures.py was split (its relative imports
+    # resolve in this checkout's package), else the whole figures.py.
+    for name in ("timeline_gantt", "figures"):
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:dashboard/{name}.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    path = Path(tempfile.mkdtemp()) / f"baseline_{name}.py"
+    path.write_text(shown.stdout, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(
+        f"sparktrail.dashboard.baseline_{name}", path
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
