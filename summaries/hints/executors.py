@@ -46,6 +46,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -381,33 +384,105 @@ def idle_capacity(ctx: Context) -> list[Hint]:
     (:func:`.capacity.recipe`); a log without a master or without its
     executors gets an ``unchecked`` hint instead of a guess.
     """
-    trace = ctx.trace
     manager = cluster_manager(ctx.app)
-    if trace.is_empty() or manager == "local":
+    if ctx.trace.is_empty() or manager == "local":
         return []
     if interactive_signs(ctx.app, ctx.stage_labels.values()):
         return []
+    idle = _idle_slots(ctx)
+    if idle is None:
+        return []
+    timeout, in_force = _timeouts(ctx, manager)
+    startup, startup_source = startup_ns(ctx.app, idle.start_ns)
+    replayed = replay_idle_timeout(idle.lives, idle.busy, timeout, startup)
+    unchecked = _unchecked(ctx, manager, in_force, idle.unchecked)
+    if replayed.freed_core_ns <= 0 and not unchecked:
+        return []  # the run is too short for the timeout to free anything
+    evidence = _idle_evidence(idle, manager, timeout, in_force, replayed) | {
+        "cores_per_executor": ctx.slots_per_executor(),
+        "startup_ns": startup,
+        "startup_source": startup_source,
+    }
+    share = replayed.freed_slot_ns / idle.slot_ns
+    said = (
+        f"{_idle_head(idle)}; {_idle_replay(idle, timeout, startup, replayed, share)}"
+    )
+    if unchecked:
+        evidence["unchecked"] = "; ".join(unchecked)
+        action = f"{said}. Not checked: {evidence['unchecked']}"
+    else:
+        assert manager is not None
+        high = max_executors(idle.peak, max(life.slots for life in idle.lives))
+        text, more = recipe(ctx.app, manager, timeout, high, len(idle.lives))
+        evidence |= more
+        action = f"{said}: {text}"
+    return [
+        Hint(
+            "idle_capacity",
+            0.0,  # idle time is never on the critical path
+            evidence,
+            action,
+            predicted_saving_ns=float(replayed.freed_core_ns),
+            saving_share=share,
+            share_of="slot_time",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class _IdleSlots:
+    """How long a run's executor slots waited: over ``idle_min_share``."""
+
+    start_ns: int
+    span_ns: int
+    gpu: int | None
+    lives: list[Any]
+    unchecked: list[str]
+    busy: Any
+    slot_ns: float
+    busy_ns: float
+    peak: int
+    idle_share: float
+
+    @property
+    def unit(self) -> str:
+        return "GPU slot" if self.gpu else "core"
+
+    @property
+    def slots(self) -> int:
+        return round(self.slot_ns / self.span_ns)
+
+
+def _idle_slots(ctx: Context) -> _IdleSlots | None:
+    """The run's slots and how long they waited (None: not long enough)."""
     start, end = ctx.span_ns
     span = end - start
     workers, cpu_busy = ctx.slot_busy
     if workers == 0 or span <= 0:
-        return []
+        return None
     gpu = gpu_slots(ctx.app, ctx.slots_per_executor())
     cpu_slot_time = ctx.app.slot_ns(start, end) or workers * span
     if gpu is None and 1.0 - cpu_busy / cpu_slot_time < ctx.options.idle_min_share:
-        return []  # the cheap check (no rows read) when slots are cores
+        return None  # the cheap check (no rows read) when slots are cores
     lives, unchecked = executor_slots(ctx, gpu)
     slot_time = sum(life.lived_ns * life.slots for life in lives)
     if slot_time <= 0:
-        return []
+        return None
     busy = busy_rows(ctx)
     busy_ns, peak = busy_slots(busy, {life.executor: life.slots for life in lives})
     idle = max(0.0, 1.0 - busy_ns / slot_time)
     if idle < ctx.options.idle_min_share:
-        return []
-    timeout, in_force = _timeouts(ctx, manager)
-    startup, startup_source = startup_ns(ctx.app, start)
-    replayed = replay_idle_timeout(lives, busy, timeout, startup)
+        return None
+    return _IdleSlots(
+        start, span, gpu, lives, unchecked, busy, slot_time, busy_ns, peak, idle
+    )
+
+
+def _unchecked(
+    ctx: Context, manager: str | None, in_force: int | None, found: list[str]
+) -> list[str]:
+    """What the log does not show that the hint's action would rest on."""
+    unchecked = list(found)
     if manager is None:
         unchecked.insert(
             0,
@@ -423,27 +498,29 @@ def idle_capacity(ctx: Context) -> list[Hint]:
             "(spark.dynamicAllocation.cachedExecutorIdleTimeout), shuffle "
             "tracking or minExecutors kept them, which the log does not show"
         )
-    if replayed.freed_core_ns <= 0 and not unchecked:
-        return []  # the run is too short for the timeout to free anything
-    per_executor = max(life.slots for life in lives)
-    high = max_executors(peak, per_executor)
-    unit = "GPU slot" if gpu else "core"
+    return unchecked
+
+
+def _idle_evidence(
+    idle: _IdleSlots,
+    manager: str | None,
+    timeout: int,
+    in_force: int | None,
+    replayed: Any,
+) -> dict[str, object]:
     evidence: dict[str, object] = {
-        "idle_share": idle,
-        "slot_unit": unit,
-        "slot_time_ns": slot_time,
-        "idle_ns": slot_time - busy_ns,
-        "slots": round(slot_time / span),
-        "executors": len(lives),
-        "cores_per_executor": ctx.slots_per_executor(),
-        "mean_busy_slots": busy_ns / span,
-        "peak_busy_slots": peak,
-        "span_ns": span,
+        "idle_share": idle.idle_share,
+        "slot_unit": idle.unit,
+        "slot_time_ns": idle.slot_ns,
+        "idle_ns": idle.slot_ns - idle.busy_ns,
+        "slots": idle.slots,
+        "executors": len(idle.lives),
+        "mean_busy_slots": idle.busy_ns / idle.span_ns,
+        "peak_busy_slots": idle.peak,
+        "span_ns": idle.span_ns,
         "cluster_manager": manager,
         "timeout_ns": timeout,
         "timeout_in_force_ns": in_force,
-        "startup_ns": startup,
-        "startup_source": startup_source,
         "releases": replayed.releases,
         "cold_starts": replayed.cold_starts,
         "freed_slot_ns": replayed.freed_slot_ns,
@@ -455,44 +532,37 @@ def idle_capacity(ctx: Context) -> list[Hint]:
             sorted(replayed.by_executor.items(), key=lambda kv: -kv[1])[:_LISTED]
         ),
     }
-    if gpu:
-        evidence["gpu_slots_per_executor"] = gpu
-    share = replayed.freed_slot_ns / slot_time
+    if idle.gpu:
+        evidence["gpu_slots_per_executor"] = idle.gpu
+    return evidence
+
+
+def _idle_head(idle: _IdleSlots) -> str:
+    """How long the slots waited, in a sentence."""
+    unit, waited = idle.unit, idle.slot_ns - idle.busy_ns
     head = (
-        f"executor {unit}s waited {idle:.0%} of their executors' lifetimes "
-        f"({fmt_s(slot_time - busy_ns)} of {fmt_s(slot_time)} {unit}-time; on "
-        f"average {busy_ns / span:.2g} of {evidence['slots']} {unit}s were busy, "
-        f"at most {peak})"
+        f"executor {unit}s waited {idle.idle_share:.0%} of their executors' "
+        f"lifetimes ({fmt_s(waited)} of {fmt_s(idle.slot_ns)} {unit}-time; on "
+        f"average {idle.busy_ns / idle.span_ns:.2g} of {idle.slots} {unit}s were "
+        f"busy, at most {idle.peak})"
     )
-    if gpu:
+    if idle.gpu:
         head += (
-            f" counting {gpu} GPU slot(s) per executor (concurrent GPU tasks; "
+            f" counting {idle.gpu} GPU slot(s) per executor (concurrent GPU tasks; "
             "idle CPU cores beside a busy GPU are not spare)"
         )
+    return head
+
+
+def _idle_replay(
+    idle: _IdleSlots, timeout: int, startup: int, replayed: Any, share: float
+) -> str:
+    """What the proposed timeout frees, replayed, in a sentence."""
     core_s = replayed.freed_core_ns / 1e9
-    replay = (
+    return (
         f"an idle timeout of {fmt_s(timeout)} replayed per executor releases "
         f"executors {replayed.releases} time(s) and frees "
         f"{core_s:.3g} core-s ({core_s / 3600:.2g} core-h, {share:.1%} of the "
-        f"{unit}-time), net of {replayed.cold_starts} cold start(s) of "
+        f"{idle.unit}-time), net of {replayed.cold_starts} cold start(s) of "
         f"{fmt_s(startup)}"
     )
-    if unchecked:
-        evidence["unchecked"] = "; ".join(unchecked)
-        action = f"{head}; {replay}. Not checked: {evidence['unchecked']}"
-    else:
-        assert manager is not None
-        text, more = recipe(ctx.app, manager, timeout, high, len(lives))
-        evidence |= more
-        action = f"{head}; {replay}: {text}"
-    return [
-        Hint(
-            "idle_capacity",
-            0.0,  # idle time is never on the critical path
-            evidence,
-            action,
-            predicted_saving_ns=float(replayed.freed_core_ns),
-            saving_share=share,
-            share_of="slot_time",
-        )
-    ]
