@@ -354,54 +354,23 @@ def build_snapshots(
     seq_lo = min(int(src_seq.min()), int(dst_seq.min())) - 1
     seq_hi = max(int(src_seq.max()), int(dst_seq.max())) + 1
     row, win, p_start, p_end, weight, seq_src, seq_dst = _cut(
-        first,
-        last,
-        windows,
-        piece_offsets[:-1].copy(),
-        start,
-        end,
-        interval,
-        src_seq,
-        dst_seq,
-        seq_lo,
-        seq_hi,
-        origin_ns,
-        window_ns,
-        n_pieces,
-    )
-
-    n_seq = seq_hi - seq_lo + 1
-    k0 = int(windows[0])
-    if (int(windows[-1]) - k0 + 1) * (window_ns + 1) * n_seq * n_workers < 2**63:
-        packed = _pack_keys(
-            win, row, p_start, p_end, seq_src, seq_dst, src_code, dst_code,
-            k0, origin_ns, window_ns, seq_lo, n_seq, n_workers,
-        )  # fmt: skip
-        ids, vertex_win, vertex_time = _packed_vertex_ids(
-            packed, k0, window_ns, n_seq, n_workers
-        )
-    else:
-        endpoints = (
-            np.concatenate([win, win]),
-            np.concatenate([p_start, p_end]),
-            np.concatenate([seq_src, seq_dst]),
-            np.concatenate([src_code[row], dst_code[row]]),
-        )
-        ids, vertex_win, vertex_time = _sorted_vertex_ids(
-            endpoints, origin_ns, window_ns
-        )
+        first, last, windows, piece_offsets[:-1].copy(), start, end, interval,
+        src_seq, dst_seq, seq_lo, seq_hi, origin_ns, window_ns, n_pieces,
+    )  # fmt: skip
+    ids, vertex_win, vertex_time = _vertex_ids(
+        (win, row, p_start, p_end, seq_src, seq_dst),
+        (src_code, dst_code, n_workers),
+        windows, origin_ns, window_ns, seq_lo, seq_hi - seq_lo + 1,
+    )  # fmt: skip
     vertex_counts = np.unique(vertex_win, return_counts=True)[1]
     if extent_ns is None:
         extent_ns = (
             min(int(start.min()), int(end.min())),
             max(int(start.max()), int(end.max())),
         )
-    window_start = origin_ns + windows * window_ns
-    path_start = np.maximum(window_start, extent_ns[0])
-    path_end = np.minimum(window_start + window_ns, extent_ns[1])
-    listed = np.repeat(np.arange(len(windows)), vertex_counts)
-    vertex_at_start = vertex_time == (path_start - window_start)[listed]
-    vertex_at_end = vertex_time == (path_end - window_start)[listed]
+    path_start, path_end, vertex_at_start, vertex_at_end = _path_ends(
+        windows, vertex_counts, vertex_time, extent_ns, origin_ns, window_ns
+    )
     counted = (trace["activity"] != "waiting").to_numpy()[row]
     return Snapshots(
         origin_ns=origin_ns,
@@ -421,6 +390,54 @@ def build_snapshots(
         vertex_at_start=vertex_at_start,
         vertex_at_end=vertex_at_end,
     )
+
+
+def _vertex_ids(
+    pieces: tuple[I64, I64, I64, I64, I64, I64],
+    workers: tuple[I64, I64, int],
+    windows: I64,
+    origin_ns: int,
+    window_ns: int,
+    seq_lo: int,
+    n_seq: int,
+) -> tuple[I64, I64, I64]:
+    """Each piece end's vertex id, and each vertex's window and time: by
+    packed integer keys when they fit in 63 bits, else by a sort."""
+    win, row, p_start, p_end, seq_src, seq_dst = pieces
+    src_code, dst_code, n_workers = workers
+    k0 = int(windows[0])
+    if (int(windows[-1]) - k0 + 1) * (window_ns + 1) * n_seq * n_workers < 2**63:
+        packed = _pack_keys(
+            win, row, p_start, p_end, seq_src, seq_dst, src_code, dst_code,
+            k0, origin_ns, window_ns, seq_lo, n_seq, n_workers,
+        )  # fmt: skip
+        return _packed_vertex_ids(packed, k0, window_ns, n_seq, n_workers)
+    endpoints = (
+        np.concatenate([win, win]),
+        np.concatenate([p_start, p_end]),
+        np.concatenate([seq_src, seq_dst]),
+        np.concatenate([src_code[row], dst_code[row]]),
+    )
+    return _sorted_vertex_ids(endpoints, origin_ns, window_ns)
+
+
+def _path_ends(
+    windows: I64,
+    vertex_counts: npt.NDArray[np.int64],
+    vertex_time: I64,
+    extent_ns: tuple[int, int],
+    origin_ns: int,
+    window_ns: int,
+) -> tuple[I64, I64, B, B]:
+    """Where each window's paths start and end (its bounds within the
+    trace's extent), and which vertices lie there."""
+    window_start = origin_ns + windows * window_ns
+    path_start = np.maximum(window_start, extent_ns[0])
+    path_end = np.minimum(window_start + window_ns, extent_ns[1])
+    listed = np.repeat(np.arange(len(windows)), vertex_counts)
+    vertex_at_start = vertex_time == (path_start - window_start)[listed]
+    vertex_at_end = vertex_time == (path_end - window_start)[listed]
+    return path_start, path_end, vertex_at_start, vertex_at_end
 
 
 def _empty(origin_ns: int, window_ns: int) -> Snapshots:
