@@ -302,103 +302,114 @@ def stream_backlog(ctx: Context) -> list[Hint]:
     --------
     See ``tests/summaries/test_streaming_hints.py``.
     """
-    opts = ctx.options
     hints = []
     for query_id, batches in _by_query(ctx).items():
         interval = _trigger_interval_ns(batches)
-        found = falling_behind(batches, opts, interval)
-        if found is None:
-            continue
-        share = found.share
-        if share <= 0:
-            continue
-        slots = ctx.total_slots()
-        target = opts.stream_target_utilisation
-        input_rate: float | None = None
-        processed: float | None = None
-        if found.by_rate and found.input_rate and found.processed_rate:
-            input_rate, processed = found.input_rate, found.processed_rate
-        elif found.input_rate and found.processed_rate:
-            # The rates kept up on the median while batches grow: scale.
-            input_rate = found.input_rate
-            processed = input_rate * (1 - share)
-        per_slot = processed / slots if processed else None
-        # DS2: the slots that process the input at the target utilisation;
-        # input / processed = 1 / (1 - share).
-        pi = math.ceil(slots / ((1 - share) * target))
-        backlog = _backlog(found.batches[-1]) if found.batches else None
-        estimated = backlog is None
-        if backlog is None:
-            backlog = _estimated_backlog(found.batches)
-        surplus = (
-            pi * per_slot - input_rate
-            if per_slot is not None and input_rate is not None
-            else None
-        )
-        drain_s = (
-            backlog / surplus
-            if backlog and surplus is not None and surplus > 0
-            else None
-        )
-        first, last = found.batches[0].batch_id, found.batches[-1].batch_id
-        evidence = {
-            "query_id": query_id,
-            "batches": len(found.batches),
-            "batches_behind": found.behind,
-            "first_batch": first,
-            "last_batch": last,
-            "input_rate": input_rate,
-            "processed_rate": processed,
-            "behind_by_rate": found.by_rate,
-            "growing_batches": [b for b, _ in found.growing],
-            "growing_batch_ms": [m for _, m in found.growing],
-            "trigger_interval_ns": interval,
-            "slots": slots,
-            "rate_per_slot": per_slot,
-            "target_utilisation": target,
-            "pi": pi,
-            "backlog_rows": backlog,
-            "backlog_estimated": estimated,
-            "drain_s": drain_s,
-        }
-        said = []
-        if found.by_rate and input_rate is not None and processed is not None:
-            said.append(
-                f"processed a median {processed:,.0f} rows/s of {input_rate:,.0f} "
-                f"rows/s arriving in batches {first}..{last} (the first batch "
-                "left out)"
-            )
-        if found.growing:
-            ids = [b for b, _ in found.growing]
-            took = ", ".join(f"{m / 1e3:.3g}" for _, m in found.growing[-6:])
-            against = (
-                f" against a {interval / 1e9:.3g} s trigger"
-                if interval is not None
-                else ", back to back"
-            )
-            said.append(
-                f"took {took} s in batches {ids[0]}..{ids[-1]}{against}, each "
-                "longer than the last"
-            )
-        rate = f": {per_slot:,.0f} rows/s each" if per_slot else ""
-        hints.append(
-            Hint(
-                "stream_backlog",
-                share,
-                evidence,
-                f"{_name(ctx, query_id)} {' and '.join(said)}: it falls behind "
-                f"({share:.0%} of the input). Give it {pi} cores or slots "
-                f"(DS2's pi = {pi}, {target:.0%} busy at the input rate; it had "
-                f"{slots}{rate}) with more executors or cores, and as many "
-                f"source and shuffle partitions (spark.sql.shuffle.partitions={pi} "
-                "takes effect for a new checkpoint only); or cap the input "
-                "with maxOffsetsPerTrigger / maxFilesPerTrigger."
-                + _backlog_text(backlog, estimated, drain_s, pi),
-                saving_share=share,
-                share_of="input",
-            )
-        )
+        found = falling_behind(batches, ctx.options, interval)
+        if found is not None and found.share > 0:
+            hints.append(_backlog_hint(ctx, query_id, found, interval))
     return hints
+
+
+def _rates(found: Behind) -> tuple[float | None, float | None]:
+    """(input, processed) rows/s of a query found behind."""
+    if found.by_rate and found.input_rate and found.processed_rate:
+        return found.input_rate, found.processed_rate
+    if found.input_rate and found.processed_rate:
+        # The rates kept up on the median while batches grow: scale.
+        return found.input_rate, found.input_rate * (1 - found.share)
+    return None, None
+
+
+def _backlog_hint(
+    ctx: Context, query_id: str, found: Behind, interval: int | None
+) -> Hint:
+    share, slots = found.share, ctx.total_slots()
+    target = ctx.options.stream_target_utilisation
+    input_rate, processed = _rates(found)
+    per_slot = processed / slots if processed else None
+    # DS2: the slots that process the input at the target utilisation;
+    # input / processed = 1 / (1 - share).
+    pi = math.ceil(slots / ((1 - share) * target))
+    backlog = _backlog(found.batches[-1]) if found.batches else None
+    estimated = backlog is None
+    if backlog is None:
+        backlog = _estimated_backlog(found.batches)
+    surplus = (
+        pi * per_slot - input_rate
+        if per_slot is not None and input_rate is not None
+        else None
+    )
+    drain_s = (
+        backlog / surplus if backlog and surplus is not None and surplus > 0 else None
+    )
+    evidence = {
+        "query_id": query_id,
+        "batches": len(found.batches),
+        "batches_behind": found.behind,
+        "first_batch": found.batches[0].batch_id,
+        "last_batch": found.batches[-1].batch_id,
+        "input_rate": input_rate,
+        "processed_rate": processed,
+        "behind_by_rate": found.by_rate,
+        "growing_batches": [b for b, _ in found.growing],
+        "growing_batch_ms": [m for _, m in found.growing],
+        "trigger_interval_ns": interval,
+        "slots": slots,
+        "rate_per_slot": per_slot,
+        "target_utilisation": target,
+        "pi": pi,
+        "backlog_rows": backlog,
+        "backlog_estimated": estimated,
+        "drain_s": drain_s,
+    }
+    said = _behind_text(found, input_rate, processed, interval)
+    rate = f": {per_slot:,.0f} rows/s each" if per_slot else ""
+    return Hint(
+        "stream_backlog",
+        share,
+        evidence,
+        f"{_name(ctx, query_id)} {said}: it falls behind "
+        f"({share:.0%} of the input). Give it {pi} cores or slots "
+        f"(DS2's pi = {pi}, {target:.0%} busy at the input rate; it had "
+        f"{slots}{rate}) with more executors or cores, and as many "
+        f"source and shuffle partitions (spark.sql.shuffle.partitions={pi} "
+        "takes effect for a new checkpoint only); or cap the input "
+        "with maxOffsetsPerTrigger / maxFilesPerTrigger."
+        + _backlog_text(backlog, estimated, drain_s, pi),
+        saving_share=share,
+        share_of="input",
+    )
+
+
+def _behind_text(
+    found: Behind,
+    input_rate: float | None,
+    processed: float | None,
+    interval: int | None,
+) -> str:
+    """How the query fell behind, in a clause: its rates, its growing batches."""
+    first, last = found.batches[0].batch_id, found.batches[-1].batch_id
+    said = []
+    if found.by_rate and input_rate is not None and processed is not None:
+        said.append(
+            f"processed a median {processed:,.0f} rows/s of {input_rate:,.0f} "
+            f"rows/s arriving in batches {first}..{last} (the first batch "
+            "left out)"
+        )
+    if found.growing:
+        ids = [b for b, _ in found.growing]
+        took = ", ".join(f"{m / 1e3:.3g}" for _, m in found.growing[-6:])
+        against = (
+            f" against a {interval / 1e9:.3g} s trigger"
+            if interval is not None
+            else ", back to back"
+        )
+        said.append(
+            f"took {took} s in batches {ids[0]}..{ids[-1]}{against}, each "
+            "longer than the last"
+        )
+    return " and ".join(said)
 
 
 @dataclass(frozen=True)
