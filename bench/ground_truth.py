@@ -941,19 +941,15 @@ def profile_folder(log: Path, folder: Path) -> list[dict[str, Any]]:
     of the run alone. These runs last 0.2-8 s, so most savings are under the
     floor's 1 s, which would make the hints ``info``, and compare checks only
     shown hints."""
-    import polars as pl
-
     from sparktrail.cli.profile import hints_json, load_input
-    from sparktrail.engines.batch import summarize
-    from sparktrail.engines.profiler import Profile, most_critical_window, window_cp
+    from sparktrail.engines.profiler import profile
     from sparktrail.summaries.result import HintOptions
 
     trace, _ = load_input(log)
-    summaries = summarize(trace, WINDOW_NS, options=HintOptions(min_saving_s=0.0))
-    window = most_critical_window(summaries)
-    cp = window_cp(trace.frame, *window) if window is not None else pl.DataFrame()
-    Profile(summaries, cp, log.name, trace.frame.height).save(folder)
-    return hints_json(summaries.hints)
+    no_floor = HintOptions(min_saving_s=0.0)
+    found = profile(trace, WINDOW_NS, name=log.name, options=no_floor)
+    found.save(folder)
+    return hints_json(found.summaries.hints)
 
 
 def compare_json(before: Path, after: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .online import OnlinePipeline
 
 if TYPE_CHECKING:
     from sparktrail.pag.trace import TraceLike
-    from sparktrail.summaries import Summaries
+    from sparktrail.summaries import HintOptions, Summaries
 
     from .spark_live import SparkLivePipeline
 
@@ -44,20 +44,24 @@ class Engine:
     window_ns: int | str
 
     def summarize(
-        self, trace: TraceLike, progress: Progress | None = None
+        self,
+        trace: TraceLike,
+        progress: Progress | None = None,
+        options: HintOptions | None = None,
     ) -> Summaries:
         """The summaries of a saved trace (``progress(done, batches)``
-        follows the polars engine's window batches)."""
+        follows the polars engine's window batches; ``options`` are the
+        hint thresholds, default :class:`HintOptions`)."""
         if self.window_ns == MICRO_BATCHES:
-            return summarize_micro_batches(trace, progress=progress)
+            return summarize_micro_batches(trace, options, progress=progress)
         assert isinstance(self.window_ns, int)
         if self.name == "polars":
-            return summarize(trace, self.window_ns, progress=progress)
+            return summarize(trace, self.window_ns, options=options, progress=progress)
         try:
             from .spark import summarize_spark
         except ImportError as err:  # pyspark (and pandas) are an optional extra
             raise _spark_unavailable(err) from err
-        return summarize_spark(trace, self.window_ns)
+        return summarize_spark(trace, self.window_ns, options=options)
 
     def live(
         self, trace_dir: str | Path, lateness_ns: int, **options: Any

@@ -46,7 +46,7 @@ from sparktrail.pag.trace import (
     validate_trace,
 )
 from sparktrail.pag.windows import to_trace_rows
-from sparktrail.summaries import Summaries
+from sparktrail.summaries import HintOptions, Summaries
 from sparktrail.summaries.frames import CP_NS, HAS_PATHS
 
 from .batch import Progress
@@ -246,6 +246,7 @@ def summarize_with(
     trace: TraceLike,
     window_ns: int | str,
     progress: Progress | None = None,
+    options: HintOptions | None = None,
 ) -> Summaries:
     """Run the summaries of ``trace`` on ``engine`` (one of :data:`ENGINES`):
     :meth:`~sparktrail.engines.engine_choice.Engine.summarize` of
@@ -257,7 +258,7 @@ def summarize_with(
         If the engine is unknown, or the spark engine cannot be imported
         (pyspark missing), or asked for micro-batch windows.
     """
-    return engine_for(engine, window_ns).summarize(trace, progress)
+    return engine_for(engine, window_ns).summarize(trace, progress, options)
 
 
 def profile(
@@ -267,6 +268,7 @@ def profile(
     engine: str = "polars",
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
+    options: HintOptions | None = None,
 ) -> Profile:
     """Profile a trace: its summaries and hints, and its most critical window.
 
@@ -282,6 +284,8 @@ def profile(
         What was profiled, for titles (default: ``"trace"``).
     progress
         Called with a line saying what runs now.
+    options
+        Hint thresholds (default :class:`~sparktrail.summaries.HintOptions`).
 
     Returns
     -------
@@ -302,7 +306,7 @@ def profile(
         if progress is not None:
             progress(f"summaries and hints: batch {done}/{total}")
 
-    summaries = summarize_with(engine, valid, window_ns, batches)
+    summaries = summarize_with(engine, valid, window_ns, batches, options)
     if progress is not None:
         progress("critical path of the busiest window")
     window = most_critical_window(summaries)
