@@ -267,29 +267,18 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     has_path = bool(ctx.executor["cp_share"].sum() > 0)
     hints = []
     for ex in rows.iter_rows(named=True):
-        ratio = ex["ratio"]
         executor = str(ex["executor_id"])
         slowdown = slowdowns.get(executor)
-        slow = slowdown is not None and slowdown >= opts.straggler_slowdown
-        unfair = ratio is not None and ratio >= opts.straggler_factor
-        unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
-        if not (slow or unfair) or (has_path and ex["cp_share"] < MIN_CRITICAL_SHARE):
-            continue  # a slow executor off the critical path held nothing back
-        if slowdown is not None and not slow:
-            # Measured at the same work, it is not slow: it holds the path
-            # because it ran more, or a slow task of its (the task hints').
+        if not _holds_the_run_back(ctx, ex, slowdown, has_path):
             continue
-        if has_path and ratio is not None and ratio < 1.0:
-            continue  # below its fair share: it held the run back least
-        if _median_task_ns(ctx, executor) < MIN_TASK_NS:
-            continue  # 1.6x of a few ms is fixed costs, not a slow host
+        slow = slowdown is not None and slowdown >= opts.straggler_slowdown
         host_slowdown = beside_own.get(executor)
         own_fault = (host_slowdown or 0.0) >= opts.straggler_slowdown
         gc = _gc_share(ctx.slot_time, ex["executor_id"])
         evidence = {
             "cp_share": ex["cp_share"],
             "fair_share": ex["fair_share"],
-            "ratio": ratio,
+            "ratio": ex["ratio"],
             "slowdown": slowdown,
             "host": hosts.get(executor),
             "host_slowdown": host_slowdown,
@@ -297,41 +286,14 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             "gc_share": gc,
             "executors": len(rows),
         }
-        if gc >= opts.gc_high_share:
-            memory = "spark.executor.memory"
-            if ctx.app.is_local:
-                memory = "spark.driver.memory"  # local executors live in the driver
-            why = (
-                f"GC took {gc:.0%} of its task time: raise {memory} "
-                "or lower spark.memory.fraction / cache less on it"
-            )
-        elif own_fault:
-            why = (
-                f"GC is only {gc:.0%} of its task time, so look at the executor "
-                "itself (its stderr, a thread dump: a stuck or busy thread, its "
-                "Python workers)"
-            )
-        else:
-            why = (
-                f"GC is only {gc:.0%} of its task time, so check its host "
-                "(CPU steal, disk, network)"
-            )
         speed = ""
         if slow and slowdown is not None:
-            speed = (
-                f"its tasks take {slowdown:.1f}x as long as the same stages' tasks "
-                "elsewhere"
-            )
-            if own_fault and host_slowdown is not None and len(set(hosts.values())) > 1:
-                speed += (
-                    f" ({host_slowdown:.1f}x those of the other executors on its "
-                    f"host {hosts.get(executor)})"
-                )
-            speed += ", and it "
+            speed = _speed_text(slowdown, own_fault, host_slowdown, hosts, executor)
         action = (
             f"executor {ex['executor_id']}: {speed}carries {ex['cp_share']:.0%} of "
             f"the critical path against a fair share of {ex['fair_share']:.0%}: "
-            f"{_speculation_advice(ctx, len(set(hosts.values())), own_fault)}; {why}"
+            f"{_speculation_advice(ctx, len(set(hosts.values())), own_fault)}; "
+            f"{_why_text(ctx, gc, own_fault)}"
         )
         critical_ns = ex["cp_share"] * ctx.wall_ns
         saving = _saving(ctx, executor, critical_ns, slowdown)
@@ -346,6 +308,69 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             )
         )
     return hints
+
+
+def _holds_the_run_back(
+    ctx: Context, ex: dict[str, Any], slowdown: float | None, has_path: bool
+) -> bool:
+    """Whether executor row ``ex`` is slow at the same work, or over its fair
+    share of the critical path, and holds enough of it to matter."""
+    opts = ctx.options
+    ratio = ex["ratio"]
+    slow = slowdown is not None and slowdown >= opts.straggler_slowdown
+    unfair = ratio is not None and ratio >= opts.straggler_factor
+    unfair = unfair and ex["cp_share"] >= opts.straggler_min_share
+    if not (slow or unfair) or (has_path and ex["cp_share"] < MIN_CRITICAL_SHARE):
+        return False  # a slow executor off the critical path held nothing back
+    if slowdown is not None and not slow:
+        # Measured at the same work, it is not slow: it holds the path
+        # because it ran more, or a slow task of its (the task hints').
+        return False
+    if has_path and ratio is not None and ratio < 1.0:
+        return False  # below its fair share: it held the run back least
+    # 1.6x of a few ms is fixed costs, not a slow host
+    return _median_task_ns(ctx, str(ex["executor_id"])) >= MIN_TASK_NS
+
+
+def _why_text(ctx: Context, gc: float, own_fault: bool) -> str:
+    """Where to look on a straggling executor: its memory, itself or its host."""
+    if gc >= ctx.options.gc_high_share:
+        memory = "spark.executor.memory"
+        if ctx.app.is_local:
+            memory = "spark.driver.memory"  # local executors live in the driver
+        return (
+            f"GC took {gc:.0%} of its task time: raise {memory} "
+            "or lower spark.memory.fraction / cache less on it"
+        )
+    if own_fault:
+        return (
+            f"GC is only {gc:.0%} of its task time, so look at the executor "
+            "itself (its stderr, a thread dump: a stuck or busy thread, its "
+            "Python workers)"
+        )
+    return (
+        f"GC is only {gc:.0%} of its task time, so check its host "
+        "(CPU steal, disk, network)"
+    )
+
+
+def _speed_text(
+    slowdown: float,
+    own_fault: bool,
+    host_slowdown: float | None,
+    hosts: dict[str, str],
+    executor: str,
+) -> str:
+    """How much slower its tasks are than the same stages' elsewhere."""
+    speed = (
+        f"its tasks take {slowdown:.1f}x as long as the same stages' tasks elsewhere"
+    )
+    if own_fault and host_slowdown is not None and len(set(hosts.values())) > 1:
+        speed += (
+            f" ({host_slowdown:.1f}x those of the other executors on its "
+            f"host {hosts.get(executor)})"
+        )
+    return speed + ", and it "
 
 
 #: Cluster managers whose dynamic allocation is on unless turned off.
