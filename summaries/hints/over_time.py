@@ -343,7 +343,6 @@ def state_skew(ctx: Context) -> list[Hint]:
     stages after each query's first batch, the median hot share must be
     skewed too: one skewed batch among even ones is no trend.
     """
-    opts = ctx.options
     if "state_rows" not in ctx.tasks.columns:
         return []
     stages = _state_stages(ctx)
@@ -355,6 +354,25 @@ def state_skew(ctx: Context) -> list[Hint]:
         key = keys.get(stage, stage_label(stage))
         shares.setdefault(key, []).append(float(share or 0.0))
     typical = {key: statistics.median(found) for key, found in shares.items()}
+    hints = []
+    for row in _skewed_state(ctx, stages, keys, shares, typical).iter_rows(named=True):
+        operator = keys.get(row["stage_id"], stage_label(row["stage_id"]))
+        if typical[operator] < ctx.options.state_skew_min_share:
+            continue  # skewed in a batch or two of many: no trend
+        hints.append(_state_skew_hint(ctx, row, operator, typical[operator]))
+    return hints
+
+
+def _skewed_state(
+    ctx: Context,
+    stages: pl.DataFrame,
+    keys: dict[int, str],
+    shares: dict[str, list[float]],
+    typical: dict[str, float],
+) -> pl.DataFrame:
+    """The state stages skewed where the state matters (see :func:`state_skew`),
+    with whether their hot state is ``large`` and their task ``on_path``."""
+    opts = ctx.options
     skewed = (
         (pl.col("_total") >= STATE_SKEW_MIN_ROWS)
         & (pl.col("share") >= opts.state_skew_min_share)
@@ -380,58 +398,55 @@ def state_skew(ctx: Context) -> list[Hint]:
     persistent = (pl.col("_total") >= STATE_SKEW_STEADY_ROWS) & pl.col(
         "stage_id"
     ).is_in(steady_stages)
-    found = stages.filter(skewed & (large | on_path | persistent)).with_columns(
+    return stages.filter(skewed & (large | on_path | persistent)).with_columns(
         large.alias("large"), on_path.alias("on_path")
     )
-    hints = []
-    for row in found.iter_rows(named=True):
-        operator = keys.get(row["stage_id"], stage_label(row["stage_id"]))
-        if typical[operator] < opts.state_skew_min_share:
-            continue  # skewed in a batch or two of many: no trend
-        busy = streaming_busy_ns(ctx, [row["stage_id"]])
-        excess = max(0.0, float(row["duration_ns"] - row["median_ns"]))
-        evidence = {
-            "busy_ns": busy,
-            "operator": operator,
-            "state_rows": row["_total"],
-            "hot_state_rows": row["_max"],
-            "hot_state_memory_bytes": row["hot_memory_bytes"],
-            "state_share": row["share"],
-            "median_state_share": typical[operator],
-            "state_partitions": row["partitions"],
-            "state_memory_bytes": row["state_memory_bytes"],
-            "duration_ns": row["duration_ns"],
-            "median_ns": row["median_ns"],
-            "hot_cp_share": row["hot_cp_share"],
-            "on_critical_path": row["on_path"],
-        }
-        why = (
-            f"its task took {fmt_s(row['duration_ns'])} against a median "
-            f"{fmt_s(row['median_ns'])}, on the critical path"
-            if row["on_path"]
-            else f"{row['_max']:,} state rows in one partition"
-        )
-        hints.append(
-            Hint(
-                "state_skew",
-                0.0,
-                evidence,
-                f"Advisory: partition {row['partition']} of stage "
-                f"{row['stage_id']} ({operator}) holds {row['share']:.0%} of the "
-                f"{row['_total']:,} state rows of {row['partitions']} state "
-                f"partitions ({why}). State partitions are fixed by the "
-                "checkpoint (spark.sql.shuffle.partitions at its first run): "
-                "salt the state key (key plus a random 0..n-1, then combine) in "
-                "a new query, or restart from a new checkpoint with more "
-                "shuffle partitions.",
-                stage_id=row["stage_id"],
-                partition=row["partition"],
-                predicted_saving_ns=excess,
-                share_of_ns=busy,
-                share_of="query_batch_time" if busy else "run",
-            )
-        )
-    return hints
+
+
+def _state_skew_hint(
+    ctx: Context, row: dict[str, Any], operator: str, typical: float
+) -> Hint:
+    busy = streaming_busy_ns(ctx, [row["stage_id"]])
+    excess = max(0.0, float(row["duration_ns"] - row["median_ns"]))
+    evidence = {
+        "busy_ns": busy,
+        "operator": operator,
+        "state_rows": row["_total"],
+        "hot_state_rows": row["_max"],
+        "hot_state_memory_bytes": row["hot_memory_bytes"],
+        "state_share": row["share"],
+        "median_state_share": typical,
+        "state_partitions": row["partitions"],
+        "state_memory_bytes": row["state_memory_bytes"],
+        "duration_ns": row["duration_ns"],
+        "median_ns": row["median_ns"],
+        "hot_cp_share": row["hot_cp_share"],
+        "on_critical_path": row["on_path"],
+    }
+    why = (
+        f"its task took {fmt_s(row['duration_ns'])} against a median "
+        f"{fmt_s(row['median_ns'])}, on the critical path"
+        if row["on_path"]
+        else f"{row['_max']:,} state rows in one partition"
+    )
+    return Hint(
+        "state_skew",
+        0.0,
+        evidence,
+        f"Advisory: partition {row['partition']} of stage "
+        f"{row['stage_id']} ({operator}) holds {row['share']:.0%} of the "
+        f"{row['_total']:,} state rows of {row['partitions']} state "
+        f"partitions ({why}). State partitions are fixed by the "
+        "checkpoint (spark.sql.shuffle.partitions at its first run): "
+        "salt the state key (key plus a random 0..n-1, then combine) in "
+        "a new query, or restart from a new checkpoint with more "
+        "shuffle partitions.",
+        stage_id=row["stage_id"],
+        partition=row["partition"],
+        predicted_saving_ns=excess,
+        share_of_ns=busy,
+        share_of="query_batch_time" if busy else "run",
+    )
 
 
 #: Kinds whose finding slows the tasks of a stage: on a streaming query
