@@ -30,10 +30,15 @@ __all__ = [
 
 
 DRIVER = "driver"
-
-
-#: ASCII digits (as Spark SQL's regex reads it in the Spark engine).
-EXECUTOR_PATTERN = r"^exec-(.+)/[0-9]+$"
+#: What every slot's timeline starts with.
+SLOT_PREFIX = "exec-"
+#: A slot's timeline, its executor id the group (as a polars or Spark SQL
+#: regular expression; ASCII digits, as Spark SQL's regex reads them).
+EXECUTOR_PATTERN = rf"^{SLOT_PREFIX}(.+)/[0-9]+$"
+#: A slot's timeline, its executor id and slot the groups.
+_SLOT = re.compile(rf"{SLOT_PREFIX}(.+)/([0-9]+)")
+#: A slot's name inside a sentence (an executor id without "/" or spaces).
+SLOT_IN_TEXT = re.compile(rf"{SLOT_PREFIX}([^/\s]+)/([0-9]+)")
 
 
 def executor_of(worker: pl.Expr) -> pl.Expr:
@@ -67,9 +72,6 @@ def executor_of_column(frame: pl.DataFrame, column: str) -> pl.Expr:
     return pl.col(column).replace_strict(names, executors, return_dtype=pl.String)
 
 
-_EXECUTOR_NAME = re.compile(EXECUTOR_PATTERN.removeprefix("^").removesuffix("$"))
-
-
 def executor_of_name(worker: str | None) -> str | None:
     """:func:`executor_of` of one name.
 
@@ -78,8 +80,8 @@ def executor_of_name(worker: str | None) -> str | None:
     """
     if worker is None or worker == DRIVER:
         return None
-    found = _EXECUTOR_NAME.fullmatch(worker)
-    return worker if found is None else found[1]
+    slot = slot_of(worker)
+    return worker if slot is None else slot[0]
 
 
 def worker_name(executor_id: object, slot: int) -> str:
@@ -88,14 +90,7 @@ def worker_name(executor_id: object, slot: int) -> str:
     >>> worker_name("7", 1)
     'exec-7/1'
     """
-    return f"exec-{executor_id}/{slot}"
-
-
-_SLOT = re.compile(r"exec-(.+)/([0-9]+)")
-#: What every slot's timeline starts with.
-SLOT_PREFIX = "exec-"
-#: A slot's name inside a sentence (an executor id without "/" or spaces).
-SLOT_IN_TEXT = re.compile(r"exec-([^/\s]+)/([0-9]+)")
+    return f"{SLOT_PREFIX}{executor_id}/{slot}"
 
 
 def slot_of(worker: str | None) -> tuple[str, int] | None:
