@@ -24,7 +24,7 @@ from sparktrail.engines.profiler import Profile, profile
 from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import HintOptions
 from sparktrail.tracer import attach, detach
-from tests.integration.session_conf import sql_conf
+from tests.integration.shared_session import trace_workload
 
 pytestmark = pytest.mark.integration
 
@@ -38,20 +38,10 @@ NO_FLOOR = HintOptions(min_saving_s=0.0)
 
 def traced_profile(spark: Any, out: Path, name: str, fixed: bool) -> Profile:
     """One variant of workload ``name``, traced live on the shared session."""
-    workload = gt.WORKLOADS[name]
-    gt._by_value()
-    with sql_conf(spark, workload.settings(fixed=fixed)):
-        if workload.setup is not None:
-            workload.setup(spark)
-        if name == "over_partitioned":
-            # Once untraced: on a JVM that has not run this shuffle yet the
-            # 400 reducers take ~100 ms each under load, no longer "tiny".
-            workload.run(spark, fixed)
-        attach(spark, out)
-        try:
-            workload.run(spark, fixed)
-        finally:
-            detach(spark)
+    # over_partitioned once untraced first: on a JVM that has not run this
+    # shuffle yet the 400 reducers take ~100 ms each under load, not "tiny".
+    rehearse = name == "over_partitioned"
+    trace_workload(spark, out, name, fixed=fixed, rehearse=rehearse)
     return profile(load_trace(out), WINDOW_NS, options=NO_FLOOR)
 
 

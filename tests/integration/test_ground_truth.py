@@ -31,7 +31,7 @@ from sparktrail import workloads
 from sparktrail.cli.profile import hints_json
 from sparktrail.pag.trace import load_trace
 from sparktrail.tracer import attach, detach, import_trace
-from tests.integration.session_conf import sql_conf
+from tests.integration.shared_session import trace_workload
 
 pytestmark = pytest.mark.integration
 
@@ -51,16 +51,7 @@ def run_traced(
     """Run workload ``name`` (base variant) on the shared session, traced
     live (its warm-up before the trace starts); trace, summaries, verdict."""
     workload = gt.WORKLOADS[name]
-    assert workload.master == gt.LOCAL
-    gt._by_value()
-    with sql_conf(spark, workload.settings(fixed=False)):
-        if workload.setup is not None:
-            workload.setup(spark)
-        attach(spark, out)
-        try:
-            workload.run(spark, False)
-        finally:
-            detach(spark)
+    trace_workload(spark, out, name)
     # With its context (master, executors' cores, the jobs' own times).
     traced = load_trace(out)
     summaries, hints = summarize(traced)
