@@ -19,7 +19,7 @@ from sparktrail.dashboard.figures import operator_bars
 from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import HintOptions
 from sparktrail.tracer import attach, detach
-from tests.integration.test_ground_truth import sql_conf
+from tests.integration.shared_session import sql_conf
 
 pytestmark = pytest.mark.integration
 
