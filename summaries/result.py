@@ -105,6 +105,10 @@ class HintOptions:
     min_stage_tasks: int = 3
     #: straggler_task: duration >= factor x stage median (records are not).
     straggler_task_factor: float = 5.0
+    #: ... and at least this many ms over it: a smaller excess is a JVM's
+    #: jitter (a GC pause, JIT compilation, a cold cache) as often as the
+    #: partition's own work, and no fix of the task saves more than it.
+    straggler_min_excess_ms: float = 500.0
     #: hotspot: records or bytes >= factor x stage median (AQE's
     #: spark.sql.adaptive.skewJoin.skewedPartitionFactor).
     skew_factor: float = 5.0

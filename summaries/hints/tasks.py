@@ -18,8 +18,9 @@ CP share (``task_min_share``) is compared with the stage's medians:
   - Otherwise (an aggregation), AQE cannot split it: ``skew_unsplittable``,
     salt the key or aggregate in two steps (two-choice partial
     aggregation, then merge).
-* else duration >= ``straggler_task_factor`` x median -> ``straggler_task``
-  (the task is slow, not big). Speculation catches it when the multiplier
+* else duration >= ``straggler_task_factor`` x median, and
+  ``straggler_min_excess_ms`` over it -> ``straggler_task`` (the task is
+  slow, not big). Speculation catches it when the multiplier
   is below its slowdown: a copy launched at ``multiplier x median`` that
   takes a median time ends at ``(multiplier + 1) x median``; the quantile
   must let the check start while only the straggler runs,
@@ -434,6 +435,8 @@ def task_hints(ctx: Context) -> list[Hint]:
             hints.append(_hotspot(task, skew, durations, ctx))
             continue
         if slow is None or slow < opts.straggler_task_factor:
+            continue
+        if task["duration_ns"] - task["median_ns"] < opts.straggler_min_excess_ms * 1e6:
             continue
         if task["task_id"] in warm_up or _not_its_own(ctx, task):
             continue

@@ -12,10 +12,11 @@ from sparktrail.engines import summarize
 from sparktrail.summaries import HINT_SCHEMA, HintOptions
 from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 
-#: These runs last milliseconds: no floor on a hint's absolute saving.
-MS_RUN = HintOptions(min_saving_s=0.0)
+#: These runs last milliseconds: no floor on a hint's absolute saving, nor
+#: on how far a straggler runs over its stage's median.
+MS_RUN = HintOptions(min_saving_s=0.0, straggler_min_excess_ms=0.0)
 #: On the balanced trace the stage already meets this target (100 ms).
-MET = HintOptions(target_stage_seconds=0.1, min_saving_s=0.0)
+MET = HintOptions(target_stage_seconds=0.1, min_saving_s=0.0, straggler_min_excess_ms=0.0)
 
 
 def hints(trace: pl.DataFrame, window_ms: float, options: HintOptions | None = None):
@@ -482,11 +483,20 @@ def test_a_skewed_join_named_by_its_plan_node_gets_join_advice() -> None:
 def test_a_hint_that_saves_under_a_second_is_info():
     # GIVEN the 100 ms straggler of test_straggler_task_on_time_skew
     # WHEN hints are computed with the default floor of 1 s
-    frame = hints(skewed_stage(100), 100, HintOptions())
+    frame = hints(skewed_stage(100), 100, HintOptions(straggler_min_excess_ms=0.0))
     # THEN the finding is kept, as info: 60 ms saved is no finding
     row, _ = only(frame, "straggler_task")
     assert row["severity"] == "info"
     assert row["predicted_saving_ns"] < 1e9
+
+
+def test_a_task_a_few_tens_of_ms_over_its_median_is_no_straggler():
+    # GIVEN the 100 ms task of test_straggler_task_on_time_skew, 10x its
+    # stage's 10 ms median but only 90 ms over it (a GC pause's worth)
+    # WHEN hints are computed with the default excess floor (500 ms)
+    frame = hints(skewed_stage(100), 100, HintOptions(min_saving_s=0.0))
+    # THEN no task is called a straggler
+    assert "straggler_task" not in frame["kind"].to_list()
 
 
 def test_one_task_stages_pool_into_a_straggler_executor():

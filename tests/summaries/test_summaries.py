@@ -12,6 +12,7 @@ from sparktrail.pag import critical_participation
 from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import (
     SHUFFLE_NOTE,
+    HintOptions,
     activity_summary,
     communication_summary,
     enrich,
@@ -210,12 +211,13 @@ def test_facts_and_replay_built_by_the_caller_give_the_same_summaries(monkeypatc
         "stage_id": [0] * 4})  # fmt: skip
     trace = load_trace(frame)
     cp = critical_participation(trace, 100)
-    alone = summaries_from_cp(cp, trace, 100)
+    ns_run = HintOptions(straggler_min_excess_ms=0.0)  # it lasts 100 ns
+    alone = summaries_from_cp(cp, trace, 100, options=ns_run)
     # WHEN the caller hands in the task facts and the replay model it built
     facts = task_facts(trace)
     replay = Replay.of(trace, facts)
     monkeypatch.setattr(hint_inputs.Replay, "of", None)  # must not be built again
-    given = summaries_from_cp(cp, trace, 100, facts=facts, replay=replay)
+    given = summaries_from_cp(cp, trace, 100, options=ns_run, facts=facts, replay=replay)
     # THEN every frame is the same, and the hint's saving is the replay's
     assert_same_summaries(given, alone)
     evidence = json.loads(given.hints.row(0, named=True)["evidence"])
