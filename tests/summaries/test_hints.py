@@ -16,7 +16,9 @@ from tests.summaries.builders import MS, Trace, balanced, shuffle_join
 #: on how far a straggler runs over its stage's median.
 MS_RUN = HintOptions(min_saving_s=0.0, straggler_min_excess_ms=0.0)
 #: On the balanced trace the stage already meets this target (100 ms).
-MET = HintOptions(target_stage_seconds=0.1, min_saving_s=0.0, straggler_min_excess_ms=0.0)
+MET = HintOptions(
+    target_stage_seconds=0.1, min_saving_s=0.0, straggler_min_excess_ms=0.0
+)
 
 
 def hints(trace: pl.DataFrame, window_ms: float, options: HintOptions | None = None):

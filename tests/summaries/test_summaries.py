@@ -217,7 +217,9 @@ def test_facts_and_replay_built_by_the_caller_give_the_same_summaries(monkeypatc
     facts = task_facts(trace)
     replay = Replay.of(trace, facts)
     monkeypatch.setattr(hint_inputs.Replay, "of", None)  # must not be built again
-    given = summaries_from_cp(cp, trace, 100, options=ns_run, facts=facts, replay=replay)
+    given = summaries_from_cp(
+        cp, trace, 100, options=ns_run, facts=facts, replay=replay
+    )
     # THEN every frame is the same, and the hint's saving is the replay's
     assert_same_summaries(given, alone)
     evidence = json.loads(given.hints.row(0, named=True)["evidence"])
