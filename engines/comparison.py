@@ -28,7 +28,13 @@ Definitions
   run to run) with the partition count of a closing exchange left out
   (:func:`operator_key`: ``→ Exchange hashpartitioning(k, 200)`` and
   ``(k, 8)`` are one operator, as a fix of the partition count must not
-  make a new one); an operator of one run only is compared with 0.
+  make a new one). Operators left unmatched on both sides are then paired
+  by :func:`loose_operator_key` (the call site without its line, the plan
+  without column lists and without its closing exchange) where that key
+  names one operator on each side: a fix that salts a join's keys
+  (``[key]`` → ``[key, salt]``, now ending in an exchange) or moves the
+  call a few lines keeps its operator. An operator of one run only is
+  compared with 0.
 * A hint is **applied** when AFTER shows its change (:func:`applied_by`):
   a ``spark.key=value`` its action recommends is in force, the operator's
   partition count changed (``parallelism``, ``over_partitioned``,
@@ -54,7 +60,7 @@ import os
 import re
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +142,11 @@ _EXCHANGE_COUNT = re.compile(
     r"(→ Exchange (?:hash|range)partitioning\(.*), \d+\)$"
     r"|(→ Exchange RoundRobinPartitioning\()\d+\)$"
 )
+#: What :func:`loose_operator_key` leaves out: a call site's line, a plan
+#: node's bracketed column lists, and the exchange an operator ends in.
+_CALL_LINE = re.compile(r"^(\S+ at \S+?):\d+")
+_COLUMN_LISTS = re.compile(r" ?\[[^\]]*\]")
+_CLOSING_EXCHANGE = re.compile(r" → Exchange .*$")
 
 _OPERATOR_SCHEMA: dict[str, pl.DataType] = {
     "operator": pl.String(),
@@ -352,11 +363,66 @@ def operator_key(label: str) -> str:
     )
 
 
+def loose_operator_key(label: str) -> str:
+    """The key of the second matching pass: :func:`operator_key` without
+    the call site's line, the plan's column lists and its closing exchange.
+
+    >>> loose_operator_key("collect at a.py:7 · ShuffledHashJoin [key, salt], "
+    ...     "[key, salt], Inner, BuildRight → Exchange hashpartitioning(key, 8)")
+    'collect at a.py · ShuffledHashJoin,, Inner, BuildRight'
+    """
+    label = _CALL_LINE.sub(r"\1", operator_key(label))
+    return _CLOSING_EXCHANGE.sub("", _COLUMN_LISTS.sub("", label))
+
+
+def loose_matches(before: Iterable[str], after: Iterable[str]) -> dict[str, str]:
+    """AFTER's operator keys that only :func:`loose_operator_key` matches,
+    each to BEFORE's key: among the keys of one side only, those whose
+    loose key is one operator's on each side.
+
+    >>> loose_matches(["run at a.py:3 · Join [k]", "run at a.py:9 · Scan"],
+    ...               ["run at a.py:5 · Join [k, salt]", "run at a.py:9 · Scan"])
+    {'run at a.py:5 · Join [k, salt]': 'run at a.py:3 · Join [k]'}
+    """
+    b, a = set(before), set(after)
+
+    def unique(keys: set[str]) -> dict[str, str]:
+        loose: dict[str, list[str]] = {}
+        for key in sorted(keys):
+            loose.setdefault(loose_operator_key(key), []).append(key)
+        return {k: v[0] for k, v in loose.items() if len(v) == 1}
+
+    only_b, only_a = unique(b - a), unique(a - b)
+    return {only_a[k]: only_b[k] for k in only_a.keys() & only_b.keys()}
+
+
 def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with its ``operator`` labels as :func:`operator_key`."""
     return frame.with_columns(
         pl.col("operator").map_elements(operator_key, return_dtype=pl.String)
     )
+
+
+def _operator_keys(profile: Profile) -> set[str]:
+    op = profile.summaries.operator["operator"].drop_nulls().unique().to_list()
+    return {operator_key(str(label)) for label in op}
+
+
+def _renamed(profile: Profile, renames: dict[str, str]) -> Profile:
+    """``profile`` with its operator and stage labels keyed
+    (:func:`operator_key`) and renamed by ``renames``: the AFTER run as
+    BEFORE names its operators."""
+    s = profile.summaries
+
+    def rename(frame: pl.DataFrame) -> pl.DataFrame:
+        if frame.is_empty() or "operator" not in frame.columns:
+            return frame
+        return _keyed(frame).with_columns(
+            pl.col("operator").replace(renames) if renames else pl.col("operator")
+        )
+
+    summaries = replace(s, operator=rename(s.operator), stages=rename(s.stages))
+    return replace(profile, summaries=summaries)
 
 
 # -- wall and critical time ------------------------------------------------------
@@ -868,6 +934,9 @@ def compare(before: Profile, after: Profile) -> Comparison:
     (-0.6, ('count at app.py:3', -0.6))
     """
     warnings: list[str] = []
+    after = _renamed(
+        after, loose_matches(_operator_keys(before), _operator_keys(after))
+    )
     operators = _operators(before, after)
     for name, p in (("BEFORE", before), ("AFTER", after)):
         by_ops = float(p.summaries.operator[CP_NS].sum())
