@@ -39,10 +39,11 @@ Definitions
   a ``spark.key=value`` its action recommends is in force, the operator's
   partition count changed (``parallelism``, ``over_partitioned``,
   ``scheduling_bound``), speculation is on (``straggler_task``), the
-  ``driver`` activity's critical time fell (``driver_bound``), or the
-  operator's longest task over its median fell (``hotspot``,
-  ``skew_unsplittable``, ``moving_hotspot``, and ``straggler_task``, whose
-  fix may be in the slow partition's own work). Its **measured saving** is the
+  ``driver`` activity's critical time fell (``driver_bound``), the records
+  of the operator's hottest partition or its longest task over its median
+  fell (``hotspot``, ``skew_unsplittable``, ``moving_hotspot``; the
+  latter also ``straggler_task``, whose fix may be in the slow partition's
+  own work). Its **measured saving** is the
   matched operator's critical seconds before − after (the ``driver``
   activity's for ``driver_bound``; the wall-time delta for a hint that
   names no operator), judged by :func:`verdict_of`.
@@ -724,6 +725,8 @@ def applied_by(
         old_s, new_s = _activity_s(before, "driver"), _activity_s(after, "driver")
         if new_s < old_s - max(NOISE_S, NOISE_SHARE * old_s):
             return f"driver critical time {old_s:.1f} s → {new_s:.1f} s"
+    if kind in SKEW_KINDS and (fell := _hot_records_fell(hint, operator, after)):
+        return fell
     if kind in SKEW_KINDS or kind == "straggler_task":
         stage_id = hint.get("stage_id")
         old_rows = before.summaries.stages.filter(pl.col("stage_id") == stage_id)
@@ -743,6 +746,29 @@ def applied_by(
         ):
             return f"longest task / median {old_skew:.1f} → {new_skew:.1f}"
     return None
+
+
+def _hot_records_fell(
+    hint: dict[str, Any], operator: str | None, after: Profile
+) -> str | None:
+    """How the records of ``operator``'s hottest partition fell in AFTER
+    (its skew hints' evidence; none there: no partition is hot any more)
+    below :data:`SKEW_FELL` of the hint's, else ``None``. A hot partition
+    split in two leaves two tasks each many times the median, so the
+    longest task over the median need not fall."""
+    old = _evidence(hint).get("records")
+    if not old or operator is None or _stage_rows(after, operator).is_empty():
+        return None
+    hot = [
+        _evidence(h).get("records") or 0
+        for h in after.hints.iter_rows(named=True)
+        if h["kind"] in SKEW_KINDS
+        and _operator_of(after, h.get("stage_id"), _evidence(h)) == operator
+    ]
+    new = max(hot, default=0)
+    if new >= SKEW_FELL * old:
+        return None
+    return f"hottest partition {old:,} → {new:,} records"
 
 
 def verdict_of(predicted_s: float | None, measured_s: float) -> str:

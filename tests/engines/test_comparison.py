@@ -462,3 +462,26 @@ def test_two_operators_alike_but_for_their_lines_stay_unmatched():
     after = run([("scan at etl.py:15", [(400, 1)])], name="after")
     # THEN nothing is paired by the loose key
     assert compare(before, after).matched_operators == 0
+
+
+def test_a_hot_partition_split_in_two_applies_its_hint_by_records():
+    # GIVEN a hot partition of 400 records (4 s) that AFTER splits in two
+    # halves of 200 records: each half still runs 4x the median, as the
+    # other tasks got faster too, so the longest task over the median
+    # does not fall
+    before = run([(AGG, [(4000, 400), (1000, 10), (1000, 10), (1000, 10)])])
+    after = run(
+        [(AGG, [(2000, 200), (2000, 200), (500, 10), (500, 10), (500, 10)])],
+        name="after",
+    )
+    hot = {"kind": "hotspot", "stage_id": 0, "predicted_saving_ns": 1e9}
+    before = with_hints(before, hot | {"evidence": json.dumps({"records": 400})})
+    after = with_hints(after, hot | {"evidence": json.dumps({"records": 200})})
+    # THEN the hint is applied: its hottest partition's records halved
+    [row] = compare(before, after).hints.to_dicts()
+    assert row["applied"] and row["how"] == "hottest partition 400 → 200 records"
+    # AND without the records the longest-over-median check alone does not
+    # see it
+    plain = with_hints(before, hot)
+    [row] = compare(plain, with_hints(after, hot)).hints.to_dicts()
+    assert not row["applied"]
