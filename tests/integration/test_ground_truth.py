@@ -94,7 +94,7 @@ def cluster_run(
 
 
 def test_a_hot_join_key_is_a_hotspot(spark: Any, tmp_path: Path) -> None:
-    # GIVEN a shuffle hash join where key 0 holds half the rows (AQE off,
+    # GIVEN a shuffle hash join where key 0 holds 90% of the rows (AQE off,
     # 8 shuffle partitions)
     _, summaries, verdict = run_traced(spark, tmp_path / "trace", "skewed_join")
     # THEN a hotspot names the join's stage and the hot key's partition,
