@@ -464,8 +464,12 @@ def _one_of_many(ctx: Context, task: dict[str, Any]) -> bool:
 #: A hot partition counts when it also ran this many times the median.
 HOT_MIN_SLOWDOWN = 1.5
 #: A slow task whose wave was slow too: at least this share of the stage's
-#: tasks running beside it were as slow (a pause of the JVM or the host).
+#: tasks running beside it were as slow (a pause of the JVM or the host,
+#: a stage's first wave compiling its code), ...
 WAVE_STALL_SHARE = 0.5
+#: ... where "as slow" is at least this share of its time (a task just
+#: under the straggler bound beside it stalled the same way).
+STALL_LIKENESS = 0.5
 _FAILED = pl.col("status").is_in(["failed", "killed"]).fill_null(False)
 
 
@@ -486,13 +490,14 @@ def _not_its_own(ctx: Context, task: dict[str, Any]) -> bool:
     beside it for most of its time: two slow tasks side by side on two
     slots are a stall (they cannot be told from two slow partitions that
     ran at once)."""
-    slow_bound = ctx.options.straggler_task_factor
     others = pl.col("task_id") != task["task_id"]
     stage = ctx.tasks.filter((pl.col("stage_id") == task["stage_id"]) & others)
     beside = stage.filter(
         (pl.col("launch_ns") < task["end_ns"]) & (pl.col("end_ns") > task["launch_ns"])
     )
-    as_slow = beside.filter(pl.col("duration_ns") >= slow_bound * task["median_ns"])
+    as_slow = beside.filter(
+        pl.col("duration_ns") >= STALL_LIKENESS * task["duration_ns"]
+    )
     if beside.height >= 2 and as_slow.height >= WAVE_STALL_SHARE * beside.height:
         return True
     if beside.height == 1 and as_slow.height == 1:

@@ -546,6 +546,25 @@ def test_two_slots_stalling_together_are_no_straggler_tasks():
     assert "straggler_task" not in hints(t.frame(), 160)["kind"].to_list()
 
 
+def test_a_first_wave_stalled_together_just_under_the_bound_is_no_straggler():
+    # GIVEN the stage whose first wave stalls on both slots: one task at
+    # 90 ms (9x the others' 10 ms), the one beside it at 47 ms, under the
+    # straggler bound of 5x (a stage's first wave compiling its code)
+    t = Trace()
+    for s in (0, 1):
+        t.task(f"exec-{s + 1}/0", 0, [("processing", 10)], stage=0)
+    t.task("exec-1/0", 10, [("processing", 90)], stage=1)
+    t.task("exec-2/0", 10, [("processing", 47)], stage=1)
+    t.task("exec-2/0", 57, [("processing", 10)], stage=1)
+    for i in range(10):
+        t.task(
+            f"exec-{i % 2 + 1}/0", 100 + 10 * (i // 2), [("processing", 10)], stage=1
+        )
+    # WHEN hints are computed  THEN the slow one is no straggler task: of
+    # the two tasks beside it, one ran over half as long as it, at once
+    assert "straggler_task" not in hints(t.frame(), 220)["kind"].to_list()
+
+
 def test_two_slow_tasks_that_barely_overlap_are_stragglers():
     # GIVEN the same stage where slot 1 starts its slow task 60 ms after
     # slot 0's (its stage-0 task ran until then): they ran side by side for
