@@ -5,9 +5,10 @@ shared local[2] session, traced live, once as it is and once with the fix
 an engineer would make; both traces are profiled and compared. Compare
 must find the operator that got faster (its critical seconds fell), mark
 the base run's hint of the known bottleneck as applied, and give it a
-verdict. A last pair runs one job over a file, then over the same file
-with twice the rows: the operator that slowed is put down to its input
-volume, not to a regression.
+verdict; a salted join, whose label changes, must still be matched. A
+last pair runs one job over a file, then over the same file with twice
+the rows: the operator that slowed is put down to its input volume, not
+to a regression.
 """
 
 from __future__ import annotations
@@ -106,6 +107,25 @@ def test_more_partitions_for_a_one_task_udf_are_checked_as_applied(
     # workers; on the idle machine the two took 1.48 s each (BENCHMARKS.md).
     assert hint["applied"], hint
     assert hint["operator"] in c.operators["operator"].to_list()
+    assert hint["verdict"] == verdict_of(
+        hint["predicted_saving_s"], hint["measured_saving_s"]
+    )
+
+
+def test_a_salted_join_is_matched_and_its_hotspot_hint_applied(
+    spark: Any, tmp_path: Path
+) -> None:
+    # GIVEN a join whose hot key holds 90% of the rows, then the same join
+    # with that key salted over two sub-keys (its label changes: the keys
+    # gain the salt, it ends in a new exchange, the call moved)
+    c = pair(spark, tmp_path, "skewed_join")
+    hint = checked(c, {"hotspot"})
+    # THEN compare matches the join across the runs, sees the hot
+    # partition's records fall, and measures the saving on the join
+    assert hint["applied"], hint
+    row = c.operators.filter(pl.col("operator") == hint["operator"]).row(0, named=True)
+    assert row["matched"] and row["before_s"] > 0 and row["after_s"] > 0, row
+    assert hint["measured_saving_s"] == pytest.approx(-row["delta_s"])
     assert hint["verdict"] == verdict_of(
         hint["predicted_saving_s"], hint["measured_saving_s"]
     )
