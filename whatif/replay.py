@@ -456,11 +456,14 @@ def _task_rows(frame: pl.DataFrame) -> pl.DataFrame:
 def _slot_tasks(facts: pl.DataFrame) -> pl.DataFrame:
     """The tasks of the slots among task ``facts`` (:data:`TASK_COLUMNS`)."""
     try:
-        return facts.select(TASK_COLUMNS).filter(
-            pl.col("worker").str.starts_with(SLOT_PREFIX)
-        )
+        tasks = facts.select(TASK_COLUMNS)
     except pl.exceptions.ColumnNotFoundError as err:
         raise InputError(f"task facts without {TASK_COLUMNS}: {err}") from err
+    on_slot = tasks["worker"].str.starts_with(SLOT_PREFIX)
+    # Usually every task is: a filter would copy millions of tasks' columns
+    # for nothing (the launch-order gather copies them once anyway).
+    everyone = on_slot.null_count() == 0 and on_slot.all()
+    return tasks if everyone else tasks.filter(on_slot)
 
 
 def _in_launch_order(tasks: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
