@@ -15,7 +15,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.context import AppContext
-from sparktrail.pag.query_engine import collect
+from sparktrail.pag.query_engine import collect, collect_group_by
 from sparktrail.pag.trace import Trace, trace_slices
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import Replay
@@ -182,23 +182,25 @@ class Context:
         gc = [pl.col(c).sum() for c in ("gc_ns", "run_ns") if c in names]
         if "gc_ns" in names:
             gc.append((pl.col("gc_ns") > 0).sum().alias("gc_tasks"))
-        return collect(
-            self.tasks.lazy()
-            .filter(pl.col("stage_id").is_not_null())
-            .group_by("stage_id")
-            .agg(
+        return collect_group_by(
+            self.tasks.lazy().filter(pl.col("stage_id").is_not_null()),
+            ["stage_id"],
+            [
                 pl.len().alias("tasks"),
                 pl.col("launch_ns").min(),
                 pl.col("end_ns").max(),
                 pl.col("worker").n_unique().alias("workers"),
                 pl.col("records", "bytes", "useful_ns", "duration_ns").sum(),
                 *gc,
+            ],
+            len(self.tasks),
+            # The medians one at a time over millions of tasks.
+            apart=[
                 pl.col("duration_ns").median().alias("median_ns"),
                 pl.col("records").median().alias("median_records"),
                 pl.col("bytes").median().alias("median_bytes"),
                 *_busy_medians(names),
-            ),
-            len(self.tasks),
+            ],
         )
 
     def stage_row(self, stage_id: int) -> dict[str, Any] | None:
