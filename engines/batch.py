@@ -12,6 +12,7 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import chunk_cp, one_window_cp, trace_extent
 from sparktrail.pag.participation import check_window, critical_participation
+from sparktrail.pag.schemas import CP_INPUT_COLUMNS
 from sparktrail.pag.snapshot import trace_origin
 from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import (
@@ -177,6 +178,8 @@ def cp_chunks(
     ):
         raise InputError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     window, origin = window_ns, origin_ns
+    # Only the columns the CP reads (no copy): each batch copies its rows.
+    frame = frame.select(CP_INPUT_COLUMNS)
     runs = window_chunks(frame, window, origin, chunk_rows)
     if not runs:
         return

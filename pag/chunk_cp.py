@@ -25,7 +25,7 @@ import polars as pl
 from .participation import CycleError, critical_participation
 from .query_engine import collect
 from .snapshot import SnapshotWarning
-from .trace import Trace
+from .trace import Trace, trace_slices
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
 # The windowing rules themselves are in .windows.
@@ -44,10 +44,14 @@ def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
     >>> trace_extent(pl.DataFrame({"start_ns": [5, 2], "end_ns": [9, 1]}))
     (1, 9)
     """
-    first, last = trace.select(
-        first_event.min().alias("first"), last_event.max().alias("last")
-    ).row(0)
-    return int(first), int(last)
+    # A slice at a time: the one query read both time columns' pages whole.
+    ends = [
+        part.select(
+            first_event.min().alias("first"), last_event.max().alias("last")
+        ).row(0)
+        for _, part in trace_slices(trace)
+    ]
+    return min(int(first) for first, _ in ends), max(int(last) for _, last in ends)
 
 
 def chunk_cp(
@@ -177,14 +181,24 @@ def touching_rows(
     >>> touching_rows(t, 6, 8)["trace_row"].to_list()
     [1]
     """
-    numbered = (
-        trace.lazy().with_row_index(TRACE_ROW)
-        if row_column is None
-        else trace.lazy().with_columns(pl.col(row_column).alias(TRACE_ROW))
-    )
+    if row_column is not None:
+        numbered = trace.lazy().with_columns(pl.col(row_column).alias(TRACE_ROW))
+        return _touching(numbered, ts, te, len(trace))
+    # The whole trace, a slice at a time: the filter reads the times of
+    # every row, and their pages would all stay resident (DESIGN §10).
+    parts = [
+        _touching(part.lazy().with_row_index(TRACE_ROW, offset), ts, te, len(part))
+        for offset, part in trace_slices(trace)
+    ]
+    return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+
+def _touching(numbered: pl.LazyFrame, ts: int, te: int, rows: int) -> pl.DataFrame:
+    """The rows of ``numbered`` (``rows`` of them, each with its
+    ``trace_row``) touching a window in ``[ts, te)``."""
     return collect(
         numbered.filter(touches(ts, te)).with_columns(pl.col(TRACE_ROW).cast(pl.Int64)),
-        len(trace),
+        rows,
     )
 
 

@@ -37,6 +37,7 @@ from sparktrail.errors import InputError
 __all__ = [
     "ACTIVITY",
     "CP",
+    "CP_INPUT_COLUMNS",
     "CP_TABLE",
     "EDGE_INDEX",
     "END_NS",
@@ -134,6 +135,14 @@ CP_TABLE: Schema = {
     WEIGHT_NS: pl.Int64(),
     CP: pl.Float64(),
 }
+
+#: The trace columns a CP table is computed from: the kernel's and those the
+#: CP table copies from each row. A batch of windows gathers only these
+#: (:func:`~sparktrail.engines.batch.cp_chunks`): the trace's other columns
+#: were a fifth of each batch's copy of its rows.
+CP_INPUT_COLUMNS = tuple(
+    dict.fromkeys((*KERNEL_COLUMNS, *(c for c in CP_TABLE if c in TRACE)))
+)
 
 
 class SchemaError(InputError):

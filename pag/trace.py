@@ -32,7 +32,7 @@ from __future__ import annotations
 import mmap
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,7 @@ __all__ = [
     "COMMUNICATION_ACTIVITIES",
     "LOCAL_ACTIVITIES",
     "SCHEMA_VERSION",
+    "SLICE_ROWS",
     "TRACE_COLUMNS",
     "TRACE_SUFFIX",
     "Trace",
@@ -63,6 +64,7 @@ __all__ = [
     "release_mapped_pages",
     "trace_file_names",
     "trace_files",
+    "trace_slices",
     "validate_trace",
     "write_trace",
     "write_trace_batches",
@@ -488,6 +490,37 @@ def release_mapped_pages() -> None:
     """
     for mapped in list(_MAPPED):
         _release(mapped)
+
+
+#: Trace rows a whole-trace pass reads between two releases of the file's
+#: pages (:func:`trace_slices`): ~150 MB of a 10^7-row file's pages at most,
+#: and each release is one ``madvise`` call.
+SLICE_ROWS = 1_000_000
+
+
+def trace_slices(
+    frame: pl.DataFrame, rows: int = SLICE_ROWS
+) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``(offset, slice)``: ``frame`` ``rows`` rows at a time, the trace
+    file's pages released after each slice (:func:`release_mapped_pages`).
+
+    For a pass over the whole trace whose result adds up over slices
+    (filtered rows concatenated, sums, distinct values): one query over
+    the whole frame would leave every page of the columns it read
+    resident (~600 MB at 10^7 rows, DESIGN §10). A frame of at most
+    ``rows`` rows is one slice, the frame itself, without a release (a
+    window's rows in the online pipeline: no system call per window).
+
+    >>> t = pl.DataFrame({"a": [1, 2, 3]})
+    >>> [(at, part["a"].to_list()) for at, part in trace_slices(t, 2)]
+    [(0, [1, 2]), (2, [3])]
+    """
+    if frame.height <= rows:
+        yield 0, frame
+        return
+    for start in range(0, frame.height, rows):
+        yield start, frame.slice(start, rows)
+        release_mapped_pages()
 
 
 def _release(mapped: mmap.mmap) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from sparktrail.pag.query_engine import collect, collect_all
+from sparktrail.pag.query_engine import SMALL_ROWS, collect, collect_all
 from sparktrail.pag.trace import Trace
 
 from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
@@ -71,19 +71,38 @@ def stage_name(operator: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per group of ``keys`` (of :data:`_KEYS`), the facts of its tasks."""
+    by, labels = keys, []
+    if keys == _KEYS and len(tasks) >= SMALL_ROWS and _operator_per_stage(tasks):
+        # The same groups by the stage alone: polars' median over a group-by
+        # of two keys took 360 MB beside 3.3·10^6 tasks, of one 90 MB.
+        by, labels = ["stage_id"], [pl.col("operator").first()]
     # Lazy: only the columns aggregated are read from millions of tasks.
+    facts = [
+        pl.col("job_id").first(ignore_nulls=True),
+        pl.len().alias("tasks"),
+        pl.col("records").sum(),
+        pl.col("bytes").sum(),
+        pl.col("shuffle_write_bytes").sum(),
+        pl.col("duration_ns").median().alias("median_task_ns"),
+    ]
     return (
         tasks.lazy()
-        .group_by(keys)
-        .agg(
-            pl.col("job_id").first(ignore_nulls=True),
-            pl.len().alias("tasks"),
-            pl.col("records").sum(),
-            pl.col("bytes").sum(),
-            pl.col("shuffle_write_bytes").sum(),
-            pl.col("duration_ns").median().alias("median_task_ns"),
-        )
+        .group_by(by)
+        .agg(*labels, *facts)
+        .select(*keys, *(f.meta.output_name() for f in facts))
     )
+
+
+def _operator_per_stage(tasks: pl.DataFrame) -> bool:
+    """Whether every stage's tasks (those without a stage too) have one
+    operator label (a null one counts as one)."""
+    labels = pl.col("operator").n_unique()
+    query = (
+        tasks.lazy().group_by("stage_id").agg(labels).select(pl.col("operator").max())
+    )
+    most = collect(query, len(tasks)).item()
+    return most is None or most <= 1
 
 
 def operator_partial(cp: Frame) -> Frame:

@@ -61,7 +61,7 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.query_engine import collect_in_memory
-from sparktrail.pag.trace import Trace, TraceLike, load_trace
+from sparktrail.pag.trace import Trace, TraceLike, load_trace, trace_slices
 from sparktrail.pag.workers import SLOT_PREFIX, executor_of_name
 
 from .changes import (
@@ -169,9 +169,7 @@ class Replay:
         frame = trace.frame
         if frame.is_empty():
             raise InputError("a what-if replay needs a trace with rows")
-        # Series' own min and max: a query costs ~0.4 ms on a window's rows.
-        start = int(frame["start_ns"].min())  # type: ignore[arg-type]
-        end = max(int(frame[c].max()) for c in ("start_ns", "end_ns"))  # type: ignore[arg-type]
+        start, end = _span(frame)
         gaps = _gaps(frame)
         tasks = _in_launch_order(
             _task_rows(frame) if tasks is None else _slot_tasks(tasks), gaps
@@ -394,17 +392,37 @@ class Replay:
 # -- building the model ---------------------------------------------------------
 
 
-def _gaps(frame: pl.DataFrame) -> pl.DataFrame:
-    return (
-        frame.filter(
-            (pl.col("src_worker") == "driver")
-            & (pl.col("dst_worker") == "driver")
-            & pl.col("activity").is_in(_GAP_ACTIVITIES)
-            & (pl.col("end_ns") > pl.col("start_ns"))
+def _span(frame: pl.DataFrame) -> tuple[int, int]:
+    """The first start and the last time of a non-empty ``frame``.
+
+    A slice at a time (:func:`~sparktrail.pag.trace.trace_slices`), so
+    that a long trace's time columns do not stay resident; Series' own min
+    and max, as a query costs ~0.4 ms on a window's rows.
+    """
+    spans = [
+        (
+            int(part["start_ns"].min()),  # type: ignore[arg-type]
+            max(int(part[c].max()) for c in ("start_ns", "end_ns")),  # type: ignore[arg-type]
         )
-        .select("start_ns", "end_ns", "activity")
-        .sort("start_ns")
+        for _, part in trace_slices(frame)
+    ]
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+def _gaps(frame: pl.DataFrame) -> pl.DataFrame:
+    """The driver gaps of ``frame``, filtered a slice at a time (as
+    :func:`_span`)."""
+    gap = (
+        (pl.col("src_worker") == "driver")
+        & (pl.col("dst_worker") == "driver")
+        & pl.col("activity").is_in(_GAP_ACTIVITIES)
+        & (pl.col("end_ns") > pl.col("start_ns"))
     )
+    parts = [
+        part.filter(gap).select("start_ns", "end_ns", "activity")
+        for _, part in trace_slices(frame)
+    ]
+    return pl.concat(parts).sort("start_ns")
 
 
 def _task_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -438,11 +456,14 @@ def _task_rows(frame: pl.DataFrame) -> pl.DataFrame:
 def _slot_tasks(facts: pl.DataFrame) -> pl.DataFrame:
     """The tasks of the slots among task ``facts`` (:data:`TASK_COLUMNS`)."""
     try:
-        return facts.select(TASK_COLUMNS).filter(
-            pl.col("worker").str.starts_with(SLOT_PREFIX)
-        )
+        tasks = facts.select(TASK_COLUMNS)
     except pl.exceptions.ColumnNotFoundError as err:
         raise InputError(f"task facts without {TASK_COLUMNS}: {err}") from err
+    on_slot = tasks["worker"].str.starts_with(SLOT_PREFIX)
+    # Usually every task is: a filter would copy millions of tasks' columns
+    # for nothing (the launch-order gather copies them once anyway).
+    everyone = on_slot.null_count() == 0 and on_slot.all()
+    return tasks if everyone else tasks.filter(on_slot)
 
 
 def _in_launch_order(tasks: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:

@@ -187,13 +187,15 @@ def executor_slots(ctx: Context, gpu: int | None) -> tuple[list[Life], list[str]
 def busy_rows(ctx: Context) -> pl.DataFrame:
     """``executor, start_ns, end_ns`` of every busy (not ``waiting``) row of
     positive length on an executor slot."""
-    return (
-        ctx.slot_rows()
-        .filter(
-            (pl.col("activity") != "waiting") & (pl.col("end_ns") > pl.col("start_ns"))
+    return ctx.local_passes(
+        lambda frame: (
+            ctx.slot_rows(frame)
+            .filter(
+                (pl.col("activity") != "waiting")
+                & (pl.col("end_ns") > pl.col("start_ns"))
+            )
+            .select("executor", "start_ns", "end_ns")
         )
-        .select("executor", "start_ns", "end_ns")
-        .collect()
     )
 
 

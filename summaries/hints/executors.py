@@ -137,9 +137,6 @@ def _slowdowns(
     )
     if done.is_empty():
         return {}
-    own = done.group_by("stage_id", "executor").agg(
-        pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
-    )
     # The others' medians in numpy, over executor codes: a polars filter
     # per (stage, executor) was a query each (~0.2 ms).
     names = [str(n) for n in done["executor"].unique().to_list()]
@@ -148,6 +145,7 @@ def _slowdowns(
     )
     code, stage_of = codes.to_numpy(), done["stage_id"].to_numpy()
     durations = done["duration_ns"].to_numpy()
+    own = _own_medians(stage_of, code, durations, names)
     host_of = np.array([(hosts or {}).get(n) or f"?{n}" for n in names])[code]
     ratios: dict[str, list[float]] = {}
     counts: dict[str, list[int]] = {}  # [own tasks, others' tasks]
@@ -170,6 +168,32 @@ def _slowdowns(
         for ex, r in ratios.items()
         if min(counts[ex]) >= min_tasks
     }
+
+
+def _own_medians(
+    stage_of: np.ndarray[Any, Any],
+    code: np.ndarray[Any, Any],
+    durations: np.ndarray[Any, Any],
+    names: list[str],
+) -> pl.DataFrame:
+    """``stage_id, executor, own, n``: the median task time and the tasks of
+    each (stage, executor code) pair (codes index ``names``).
+
+    Grouped by one integer per pair, not by the two keys: polars' median
+    over a group-by of two keys took 280 MB beside 3.3·10^6 tasks.
+    """
+    width = max(1, len(names))
+    pairs = pl.DataFrame({"pair": stage_of * width + code, "duration_ns": durations})
+    own = pairs.group_by("pair").agg(
+        pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
+    )
+    stage, executor = np.divmod(own["pair"].to_numpy(), width)
+    return own.select(
+        pl.Series("stage_id", stage),
+        pl.Series("executor", np.array(names, dtype=object)[executor], pl.String),
+        "own",
+        "n",
+    )
 
 
 def _saving(

@@ -5,6 +5,7 @@ facts, computed once.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -14,8 +15,8 @@ import polars as pl
 from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.context import AppContext
-from sparktrail.pag.query_engine import collect
-from sparktrail.pag.trace import Trace
+from sparktrail.pag.query_engine import collect, collect_group_by
+from sparktrail.pag.trace import Trace, trace_slices
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import Replay
 
@@ -58,7 +59,28 @@ def task_shares(
         .join(shares, on="task_id", how="left", maintain_order="left")
         .select(pl.col("cp_share", "running_cp_share").fill_null(0.0))
     )
-    return facts.drop("cp_share", "running_cp_share", strict=False).hstack(aligned)
+    facts = facts.drop("cp_share", "running_cp_share", strict=False)
+    return facts.hstack(_chunked_like(aligned, facts["task_id"]))
+
+
+def _chunked_like(frame: pl.DataFrame, like: pl.Series) -> pl.DataFrame:
+    """``frame`` cut (without a copy) into chunks of the lengths of ``like``'s.
+
+    Columns of different chunk lengths side by side make polars copy every
+    column of the frame into one chunk at each filter: 500 MB at 3.3·10^6
+    task facts, which a long trace's :func:`task_facts` gives in chunks.
+
+    >>> like = pl.concat([pl.Series([1, 2]), pl.Series([3])], rechunk=False)
+    >>> _chunked_like(pl.DataFrame({"a": [4, 5, 6]}), like)["a"].chunk_lengths()
+    [2, 1]
+    """
+    if like.n_chunks() == 1:
+        return frame
+    parts, at = [], 0
+    for chunk in like.get_chunks():
+        parts.append(frame.slice(at, len(chunk)))
+        at += len(chunk)
+    return pl.concat(parts, rechunk=False)
 
 
 def _busy_medians(names: list[str]) -> list[pl.Expr]:
@@ -85,6 +107,17 @@ def _busy_medians(names: list[str]) -> list[pl.Expr]:
         median("records").alias("median_busy_records"),
         median("bytes").alias("median_busy_bytes"),
     ]
+
+
+def _local_rows(frame: pl.DataFrame) -> pl.LazyFrame:
+    """``src_worker, activity, start_ns, end_ns`` of the local rows of
+    ``frame`` (the trace or a slice of it)."""
+    return (
+        frame.lazy()
+        .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
+        .filter(pl.col("src_worker") == pl.col("dst_worker"))
+        .drop("dst_worker")
+    )
 
 
 @dataclass(frozen=True)
@@ -149,23 +182,25 @@ class Context:
         gc = [pl.col(c).sum() for c in ("gc_ns", "run_ns") if c in names]
         if "gc_ns" in names:
             gc.append((pl.col("gc_ns") > 0).sum().alias("gc_tasks"))
-        return collect(
-            self.tasks.lazy()
-            .filter(pl.col("stage_id").is_not_null())
-            .group_by("stage_id")
-            .agg(
+        return collect_group_by(
+            self.tasks.lazy().filter(pl.col("stage_id").is_not_null()),
+            ["stage_id"],
+            [
                 pl.len().alias("tasks"),
                 pl.col("launch_ns").min(),
                 pl.col("end_ns").max(),
                 pl.col("worker").n_unique().alias("workers"),
                 pl.col("records", "bytes", "useful_ns", "duration_ns").sum(),
                 *gc,
+            ],
+            len(self.tasks),
+            # The medians one at a time over millions of tasks.
+            apart=[
                 pl.col("duration_ns").median().alias("median_ns"),
                 pl.col("records").median().alias("median_records"),
                 pl.col("bytes").median().alias("median_bytes"),
                 *_busy_medians(names),
-            ),
-            len(self.tasks),
+            ],
         )
 
     def stage_row(self, stage_id: int) -> dict[str, Any] | None:
@@ -239,46 +274,55 @@ class Context:
         pairs = zip(self.activity["activity"], self.activity[column], strict=True)
         return float(sum(value for name, value in pairs if name in names))
 
-    def slot_rows(self) -> pl.LazyFrame:
-        """Local rows of executor slots, as a query (not held: as long as
-        the trace). Columns ``src_worker, activity, start_ns, end_ns,
-        executor``: the timelines of the ``exec-<id>/<slot>`` workers only.
+    def slot_rows(self, frame: pl.DataFrame) -> pl.LazyFrame:
+        """Local rows of executor slots among ``frame`` (the trace or a slice
+        of it, :meth:`local_passes`), as a query. Columns ``src_worker,
+        activity, start_ns, end_ns, executor``: the timelines of the
+        ``exec-<id>/<slot>`` workers only.
         """
         return (
-            self._local_rows()
-            .with_columns(
-                executor_of_column(self.trace, "src_worker").alias("executor")
-            )
+            _local_rows(frame)
+            .with_columns(executor_of_column(frame, "src_worker").alias("executor"))
             .filter(pl.col("executor").is_not_null())
         )
 
-    def _local_rows(self) -> pl.LazyFrame:
-        """``src_worker, activity, start_ns, end_ns`` of the local rows."""
-        return (
-            self.trace.lazy()
-            .select("src_worker", "dst_worker", "activity", "start_ns", "end_ns")
-            .filter(pl.col("src_worker") == pl.col("dst_worker"))
-            .drop("dst_worker")
-        )
+    def local_passes(
+        self, query: Callable[[pl.DataFrame], pl.LazyFrame]
+    ) -> pl.DataFrame:
+        """``query`` of the trace, run a slice at a time and concatenated.
+
+        ``query(frame)`` reads ``frame``, the trace or a slice of it; its
+        result must add up over slices (rows filtered, per-group sums to
+        be summed again). A single query over a 10^7-row trace left every
+        page of the columns it read resident (DESIGN §10); a trace of one
+        slice is one query, as before.
+        """
+        parts = [
+            collect(query(part), len(part)) for _, part in trace_slices(self.trace)
+        ]
+        return parts[0] if len(parts) == 1 else pl.concat(parts)
 
     @cached_property
     def slot_busy(self) -> tuple[int, int]:
         """How many executor slots the trace has, and how long they were busy.
 
         The slot workers of :attr:`slot_time` and the sum of its
-        ``positive_ns`` over the activities but ``waiting``, in one query
+        ``positive_ns`` over the activities but ``waiting``, in one pass
         without the per-activity table (most windows only ask this).
         """
         length = pl.col("end_ns") - pl.col("start_ns")
         busy = (pl.col("activity") != "waiting") & (length > 0)
-        row = collect(
-            self._local_rows()
-            # A worker's executor is null for the driver's timeline only.
-            .filter(pl.col("src_worker") != DRIVER)
-            .select(pl.col("src_worker").n_unique(), length.filter(busy).sum()),
-            len(self.trace),
-        ).row(0)
-        return int(row[0]), int(row[1] or 0)
+        per_worker = self.local_passes(
+            lambda frame: (
+                _local_rows(frame)
+                # A worker's executor is null for the driver's timeline only.
+                .filter(pl.col("src_worker") != DRIVER)
+                .group_by("src_worker")
+                .agg(length.filter(busy).sum().alias("busy_ns"))
+            )
+        )
+        workers = per_worker["src_worker"].n_unique()
+        return workers, int(per_worker["busy_ns"].sum() or 0)
 
     @cached_property
     def slot_time(self) -> pl.DataFrame:
@@ -288,18 +332,23 @@ class Context:
         ``positive_ns`` (rows of positive length only).
         """
         length = pl.col("end_ns") - pl.col("start_ns")
-        # The rows of slot_rows(), grouped by worker first: a worker's
-        # executor is then parsed once per group, not once per trace row
-        # (2.1 against 3.0 ms on 30,000 rows).
-        per_worker = collect(
-            self._local_rows()
-            .group_by("src_worker", "activity")
-            .agg(
-                length.sum().alias("time_ns"),
-                length.filter(length > 0).sum().alias("positive_ns"),
-            ),
-            len(self.trace),
+        sums = (
+            length.sum().alias("time_ns"),
+            length.filter(length > 0).sum().alias("positive_ns"),
         )
+        # Local rows grouped by worker first: a worker's executor is then
+        # parsed once per group, not once per trace row (2.1 against 3.0 ms
+        # on 30,000 rows).
+        per_worker = self.local_passes(
+            lambda frame: (
+                _local_rows(frame).group_by("src_worker", "activity").agg(*sums)
+            )
+        )
+        if per_worker.n_unique(["src_worker", "activity"]) < per_worker.height:
+            # Slices' sums of a group, summed (exact: integers).
+            per_worker = per_worker.group_by("src_worker", "activity").agg(
+                pl.col("time_ns", "positive_ns").sum()
+            )
         return (
             per_worker.with_columns(
                 executor_of_column(per_worker, "src_worker").alias("executor")
