@@ -168,7 +168,7 @@ def _by_value() -> None:
 #: skewed_join: the big side's rows and partitions, shuffle partitions, and
 #: the salts of the fix (the hint's: the hot key split over two partitions).
 JOIN_ROWS, JOIN_MAP_PARTITIONS, JOIN_SHUFFLE_PARTITIONS, JOIN_SALTS = (
-    4_000_000,
+    12_000_000,
     6,
     8,
     2,
@@ -197,7 +197,7 @@ DRIVER_SECONDS, DRIVER_JOBS = 3.5, 3
 
 
 def skewed_join(spark: Any, fixed: bool) -> None:
-    """A shuffle hash join where key 0 holds 90% of 4 M rows (AQE off).
+    """A shuffle hash join where key 0 holds 90% of 12 M rows (AQE off).
 
     Fix (the hotspot hint's): salt the hot key over :data:`JOIN_SALTS`
     sub-keys on the big side and replicate its row on the small side, so
@@ -222,8 +222,11 @@ def skewed_join(spark: Any, fixed: bool) -> None:
         joined.groupBy("key").agg(digest).collect()
         return
     hot = F.col("key") == HOT_KEY
+    # Salted by blocks of JOIN_COLD_EVERY ids, so that the hot rows split
+    # evenly (``value % 2`` would not: the cold rows are all even ids).
+    block = (F.col("value") / JOIN_COLD_EVERY).cast("long")
     big = big.withColumn(
-        "salt", F.when(hot, F.col("value") % JOIN_SALTS).otherwise(F.lit(0)).cast("int")
+        "salt", F.when(hot, block % JOIN_SALTS).otherwise(F.lit(0)).cast("int")
     )
     salts = F.when(hot, F.sequence(F.lit(0), F.lit(JOIN_SALTS - 1))).otherwise(
         F.array(F.lit(0))
