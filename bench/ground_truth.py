@@ -439,7 +439,7 @@ WORKLOADS: dict[str, Workload] = {
             diagnosis=(
                 "hotspot: the join's reduce stage (8 tasks) has one partition "
                 f"(partition {HOT_PARTITION}, key {HOT_KEY}) with 90% of the "
-                "rows, ~60x the median"
+                "rows, ~70x the median"
             ),
             fix=f"salt key {HOT_KEY} over {JOIN_SALTS} sub-keys (or AQE skew join)",
             kinds=("hotspot", "skew_unsplittable"),
