@@ -34,7 +34,16 @@ Assumptions
   context, at least the slots seen in the trace); a change of executor
   count scales it. A task keeps one core busy: one that keeps more busy
   (a Python UDF's worker beside the JVM thread feeding it rows) is not
-  seen, so a second slot of such a stage counts as a free core.
+  seen, so a second slot of such a stage counts as a free core. Nor are
+  the JVM's own threads (GC, JIT, a local driver's scheduler): a core
+  idle in the trace counts as wholly free, though a task that ran beside
+  it idle had it for those threads (a split hot partition's halves on a
+  2-core local master ran 20-27% off the CPU, the whole 10%:
+  BENCHMARKS.md, "What-if accuracy with a skewed join").
+* A split partition (:class:`~.changes.SplitPartition`) adds no stage:
+  AQE's skew join needs none. Salting its key instead, when the results
+  must be merged by the real key, adds a small stage that the replay
+  leaves out (``compare`` shows it as AFTER's own operator).
 * Dependencies between stages are approximated by traced time order, as
   stated above; failed, killed and speculative attempts are replayed as
   traced.
