@@ -89,18 +89,19 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
 
     Examples
     --------
-    One of four tasks runs 100 ns, the others 10 ns: a speculative copy
-    would end it after (3 + 1) x 10 ns, saving 60 ns of the run.
+    One of four tasks runs 1 s, the others 0.1 s: a speculative copy
+    would end it after (3 + 1) x 0.1 s, saving 0.6 s of the run.
 
     >>> import polars as pl
     >>> from sparktrail import summarize
     >>> workers = [f"exec-1/{i}" for i in range(4)]
+    >>> ms = 1_000_000
     >>> t = pl.DataFrame({"src_worker": workers, "dst_worker": workers,
-    ...     "start_ns": [0] * 4, "end_ns": [100, 10, 10, 10],
+    ...     "start_ns": [0] * 4, "end_ns": [1000 * ms, 100 * ms, 100 * ms, 100 * ms],
     ...     "activity": ["processing"] * 4, "task_id": [0, 1, 2, 3],
     ...     "stage_id": [0] * 4})
-    >>> summarize(t, 100).hints.select("kind", "predicted_saving_ns").row(0)
-    ('straggler_task', 60.0)
+    >>> summarize(t, 1000 * ms).hints.select("kind", "predicted_saving_ns").row(0)
+    ('straggler_task', 600000000.0)
     """
     hints = [hint for rule in RULES for hint in rule(context)]
     return hint_frame(finish_hints(context, hints))
