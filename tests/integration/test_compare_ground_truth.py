@@ -61,6 +61,25 @@ def checked(c: Comparison, kinds: set[str]) -> dict[str, Any]:
     return rows[0]
 
 
+def assert_verdict_of_its_numbers(hint: dict[str, Any]) -> None:
+    """The checked hint's verdict is the one its predicted and measured
+    savings give."""
+    assert hint["verdict"] == verdict_of(
+        hint["predicted_saving_s"], hint["measured_saving_s"]
+    ), hint
+
+
+def applied_pair(
+    spark: Any, tmp_path: Path, name: str, kinds: set[str]
+) -> tuple[Comparison, dict[str, Any]]:
+    """Workload ``name``'s pair compared, and BEFORE's checked hint of one
+    of ``kinds``, which compare must see applied."""
+    c = pair(spark, tmp_path, name)
+    hint = checked(c, kinds)
+    assert hint["applied"], hint
+    return c, hint
+
+
 def delta_of(c: Comparison, operator: str) -> float:
     row = c.operators.filter(pl.col("operator") == operator)
     assert len(row) == 1, (operator, c.operators["operator"].to_list())
@@ -78,11 +97,9 @@ def test_the_fixed_operator_is_faster_and_its_hint_applied(
     spark: Any, tmp_path: Path, name: str, kinds: set[str]
 ) -> None:
     # GIVEN a workload with one known bottleneck, run as it is and fixed
-    c = pair(spark, tmp_path, name)
-    hint = checked(c, kinds)
+    c, hint = applied_pair(spark, tmp_path, name, kinds)
     # THEN compare sees the fix applied and measures its saving on the
     # operator the hint names, which got faster
-    assert hint["applied"], hint
     assert hint["operator"] is not None
     assert delta_of(c, hint["operator"]) < 0
     assert hint["measured_saving_s"] > 0
@@ -97,19 +114,15 @@ def test_more_partitions_for_a_one_task_udf_are_checked_as_applied(
     spark: Any, tmp_path: Path
 ) -> None:
     # GIVEN a CPU-bound Python UDF over one partition, then over four
-    c = pair(spark, tmp_path, "under_partitioned")
-    hint = checked(c, {"parallelism"})
+    c, hint = applied_pair(spark, tmp_path, "under_partitioned", {"parallelism"})
     # THEN compare matches the UDF's operator across the runs, sees the
     # partition count changed (1 -> 4 tasks), and judges the saving it
     # measured there. Whether the operator got faster is not asserted: on
     # two cores the one task already keeps both busy (its Python worker and
     # the JVM thread feeding it), and the fixed run starts two new Python
     # workers; on the idle machine the two took 1.48 s each (BENCHMARKS.md).
-    assert hint["applied"], hint
     assert hint["operator"] in c.operators["operator"].to_list()
-    assert hint["verdict"] == verdict_of(
-        hint["predicted_saving_s"], hint["measured_saving_s"]
-    )
+    assert_verdict_of_its_numbers(hint)
 
 
 def test_a_salted_join_is_matched_and_its_hotspot_hint_applied(
@@ -118,28 +131,22 @@ def test_a_salted_join_is_matched_and_its_hotspot_hint_applied(
     # GIVEN a join whose hot key holds 90% of the rows, then the same join
     # with that key salted over two sub-keys (its label changes: the keys
     # gain the salt, it ends in a new exchange, the call moved)
-    c = pair(spark, tmp_path, "skewed_join")
-    hint = checked(c, {"hotspot"})
+    c, hint = applied_pair(spark, tmp_path, "skewed_join", {"hotspot"})
     # THEN compare matches the join across the runs, sees the hot
     # partition's records fall, and measures the saving on the join
-    assert hint["applied"], hint
     row = c.operators.filter(pl.col("operator") == hint["operator"]).row(0, named=True)
     assert row["matched"] and row["before_s"] > 0 and row["after_s"] > 0, row
     assert hint["measured_saving_s"] == pytest.approx(-row["delta_s"])
-    assert hint["verdict"] == verdict_of(
-        hint["predicted_saving_s"], hint["measured_saving_s"]
-    )
+    assert_verdict_of_its_numbers(hint)
 
 
 def test_the_driver_gap_removed_is_the_driver_bound_hint_applied(
     spark: Any, tmp_path: Path
 ) -> None:
     # GIVEN 2 x 3.5 s of driver-side Python between three jobs, then none
-    c = pair(spark, tmp_path, "driver_bound")
-    hint = checked(c, {"driver_bound"})
+    c, hint = applied_pair(spark, tmp_path, "driver_bound", {"driver_bound"})
     # THEN the hint is applied (the driver's critical time fell) and its
     # measured saving is the driver's 7 s, close to the prediction
-    assert hint["applied"], hint
     assert hint["verdict"] == "effective"
     assert hint["measured_saving_s"] > 5.0
     assert hint["predicted_saving_s"] == pytest.approx(

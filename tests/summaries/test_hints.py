@@ -546,6 +546,18 @@ def test_two_slots_stalling_together_are_no_straggler_tasks():
     assert "straggler_task" not in hints(t.frame(), 160)["kind"].to_list()
 
 
+def short_tasks_after(t: Trace, start_ms: int) -> None:
+    """Ten 10 ms tasks of stage 1, two at a time on the two executors'
+    slots, from ``start_ms``."""
+    for i in range(10):
+        t.task(
+            f"exec-{i % 2 + 1}/0",
+            start_ms + 10 * (i // 2),
+            [("processing", 10)],
+            stage=1,
+        )
+
+
 def test_a_first_wave_stalled_together_just_under_the_bound_is_no_straggler():
     # GIVEN the stage whose first wave stalls on both slots: one task at
     # 90 ms (9x the others' 10 ms), the one beside it at 47 ms, under the
@@ -556,10 +568,7 @@ def test_a_first_wave_stalled_together_just_under_the_bound_is_no_straggler():
     t.task("exec-1/0", 10, [("processing", 90)], stage=1)
     t.task("exec-2/0", 10, [("processing", 47)], stage=1)
     t.task("exec-2/0", 57, [("processing", 10)], stage=1)
-    for i in range(10):
-        t.task(
-            f"exec-{i % 2 + 1}/0", 100 + 10 * (i // 2), [("processing", 10)], stage=1
-        )
+    short_tasks_after(t, 100)
     # WHEN hints are computed  THEN the slow one is no straggler task: of
     # the two tasks beside it, one ran over half as long as it, at once
     assert "straggler_task" not in hints(t.frame(), 220)["kind"].to_list()
@@ -574,10 +583,7 @@ def test_two_slow_tasks_that_barely_overlap_are_stragglers():
     t.task("exec-2/0", 0, [("processing", 70)], stage=0)
     t.task("exec-1/0", 10, [("processing", 100)], stage=1)
     t.task("exec-2/0", 70, [("processing", 100)], stage=1)
-    for i in range(10):
-        t.task(
-            f"exec-{i % 2 + 1}/0", 170 + 10 * (i // 2), [("processing", 10)], stage=1
-        )
+    short_tasks_after(t, 170)
     # WHEN hints are computed  THEN they are not one stall: each is named
     # (one hint on the stage, two occurrences), and their executor, as fast
     # as the other at the stage's other tasks, is not
