@@ -55,6 +55,7 @@ from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled
+from .wording import fmt_mb
 
 __all__ = ["gc_bound", "spill"]
 
@@ -76,7 +77,6 @@ PARTITION_FACTOR = 2
 #: spark.memory.fraction: the step of a suggestion and its bounds.
 FRACTION_STEP = 0.1
 FRACTION_LOW, FRACTION_HIGH = 0.3, 0.8
-MB = 1 << 20
 #: A JVM memory size as Spark reads it (no unit: MiB).
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
@@ -106,10 +106,6 @@ def memory_text(mib: float) -> str:
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:,.0f} ms"
-
-
-def _mb(nbytes: float) -> str:
-    return f"{nbytes / MB:,.1f} MB"
 
 
 @dataclass(frozen=True)
@@ -370,8 +366,8 @@ def spill(ctx: Context) -> list[Hint]:
         action = (
             f"{spilling} of {tasks} tasks ({spilling / tasks:.0%}) of "
             f"{_where(ctx, s['stage_id'])} spilled to disk "
-            f"({_mb(s['memory_spilled_bytes'])} in memory, "
-            f"{_mb(s['disk_spilled_bytes'])} on disk); the stage is "
+            f"({fmt_mb(s['memory_spilled_bytes'])} in memory, "
+            f"{fmt_mb(s['disk_spilled_bytes'])} on disk); the stage is "
             f"{s['stage_cp_share']:.0%} of the critical path ({_ms(s['cp_ns'])}), "
             f"its spilling tasks {s['spilling_cp_share']:.0%}: " + "; ".join(steps)
         )

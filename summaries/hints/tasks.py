@@ -47,7 +47,7 @@ from ..operator import stage_label, stage_name
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled, can_speculate
-from .wording import fmt_s
+from .wording import fmt_mb, fmt_s
 
 __all__ = ["task_hints"]
 
@@ -148,24 +148,57 @@ def _reads_shuffle(ctx: Context, stage_id: int) -> bool:
     return bool(waited) or _join_sides(ctx, stage_id) > 0
 
 
+#: Spark's defaults for AQE's skew join (OptimizeSkewedJoin): a partition
+#: is split only above skewedPartitionThresholdInBytes (and
+#: skewedPartitionFactor x the median), into pieces of
+#: advisoryPartitionSizeInBytes (or the other partitions' mean, if larger).
+AQE_SKEW_THRESHOLD_BYTES = 256 << 20
+AQE_ADVISORY_BYTES = 64 << 20
+
+
+def _aqe_split_sizes(size: int, threshold_too: bool = False) -> list[str]:
+    """The size settings with which AQE splits a partition of ``size``
+    bytes in two: the threshold below it and the advisory size at half of
+    it, each where its default would leave the partition whole (the
+    threshold always with ``threshold_too``)."""
+    half = max(1 << 20, size // 2)
+    settings = []
+    if threshold_too or size <= AQE_SKEW_THRESHOLD_BYTES:
+        settings.append(
+            f"spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes={half >> 20}m"
+        )
+    if half < AQE_ADVISORY_BYTES:
+        settings.append(
+            f"spark.sql.adaptive.advisoryPartitionSizeInBytes={half >> 20}m"
+        )
+    return settings
+
+
 def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
     app, factor = ctx.app, ctx.options.skew_factor
+    size = task["bytes"] or 0
     if (
         aqe_enabled(app)
         and app.flag("spark.sql.adaptive.skewJoin.enabled") is not False
     ):
-        size = task["bytes"] or 0
-        threshold = max(1 << 20, int(size / 2))
         return (
             "AQE's skew join is on but left this partition whole: it splits a "
             "partition only above both skewedPartitionFactor x the median and "
-            "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes "
-            f"(256MB by default); set that threshold to {threshold >> 20}m"
+            "skewedPartitionThresholdInBytes (256MB by default), into pieces of "
+            "advisoryPartitionSizeInBytes (64MB by default); set "
+            + ", ".join(_aqe_split_sizes(size, threshold_too=True))
         )
-    return (
+    sizes = _aqe_split_sizes(size) if size else []
+    advice = (
         "for this join set spark.sql.adaptive.enabled=true, "
         "spark.sql.adaptive.skewJoin.enabled=true, "
         f"spark.sql.adaptive.skewJoin.skewedPartitionFactor={factor:g}"
+    )
+    if not sizes:
+        return advice
+    return (
+        f"{advice}, and, as the partition is only {fmt_mb(size)} "
+        f"(AQE splits above 256MB into 64MB pieces by default), {', '.join(sizes)}"
     )
 
 

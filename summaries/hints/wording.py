@@ -5,6 +5,7 @@ from __future__ import annotations
 from sparktrail.pag.context import AppContext
 
 __all__ = [
+    "fmt_mb",
     "fmt_s",
     "settings_text",
 ]
@@ -33,3 +34,12 @@ def fmt_s(ns: float) -> str:
     """
     seconds = ns / 1e9
     return f"{seconds:.3g} s" if seconds >= 0.1 else f"{seconds:.2g} s"
+
+
+def fmt_mb(nbytes: float) -> str:
+    """A size in bytes as MB (2^20 bytes) for a sentence.
+
+    >>> fmt_mb(64_835_336)
+    '61.8 MB'
+    """
+    return f"{nbytes / (1 << 20):,.1f} MB"

@@ -173,6 +173,24 @@ def test_join_skew_is_a_hotspot_with_aqe_settings():
     assert "spark.sql.adaptive.skewJoin.enabled=true" in row["action"]
     assert "skewedPartitionFactor=5" in row["action"]
     assert row["predicted_saving_ns"] == pytest.approx(40 * MS)
+    # AND, its bytes far under AQE's 256MB threshold and 64MB pieces, the
+    # sizes with which AQE would split it at all
+    assert "skewedPartitionThresholdInBytes=1m" in row["action"]
+    assert "advisoryPartitionSizeInBytes=1m" in row["action"]
+
+
+def test_aqe_is_told_no_sizes_for_a_partition_above_its_defaults():
+    # GIVEN the hot partition reads 600 MB (over 256MB, halves over 64MB)
+    frame = skewed_join().with_columns(
+        pl.when(pl.col("records") == 1000)
+        .then(600 << 20)
+        .otherwise(pl.col("bytes"))
+        .alias("bytes")
+    )
+    row, _ = only(hints(frame, 105), "hotspot")
+    # THEN the action turns AQE's skew join on with its default sizes
+    assert "spark.sql.adaptive.skewJoin.enabled=true" in row["action"]
+    assert "InBytes" not in row["action"]
 
 
 def test_join_skew_with_aqe_on_says_why_aqe_left_it():
