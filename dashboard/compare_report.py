@@ -333,6 +333,16 @@ def hints_html(c: Comparison) -> str:
     return _html_of(hints_table(c))
 
 
+def operators_caption(c: Comparison) -> str:
+    """How the operators were matched, under their table (page and report)."""
+    return (
+        "Operators are matched by label (call site and plan node); those left "
+        "over, by the label without its line, column lists and closing "
+        "exchange, where that pairs them one to one (a salted join); "
+        f"{c.matched_operators} ran in both runs."
+    )
+
+
 def operators_html(c: Comparison, top: int = 20) -> str:
     """The operators with the largest change, input volume beside them."""
     return _html_of(operators_table(c, top))
@@ -378,11 +388,7 @@ def compare_layout(c: Comparison) -> Any:
                 [
                     dhtml.H2("Operators and their input"),
                     _dash_table(operators_table(c)),
-                    dhtml.P(
-                        "Operators are matched by label (call site and plan "
-                        f"node); {c.matched_operators} ran in both runs.",
-                        className="caption",
-                    ),
+                    dhtml.P(operators_caption(c), className="caption"),
                 ],
                 id="operators",
             ),
@@ -473,8 +479,7 @@ def write_compare_report(c: Comparison, out_dir: str | os.PathLike[str]) -> Path
         "rest add up to the change of wall time.</p></section>",
         '<section id="operators"><h2>Operators and their input</h2>',
         operators_html(c),
-        "<p class='caption'>Operators are matched by label (call site and plan "
-        f"node); {c.matched_operators} ran in both runs.</p></section>",
+        f"<p class='caption'>{html.escape(operators_caption(c))}</p></section>",
         '<section id="settings"><h2>Settings that differ</h2>',
         settings_html(c),
         "</section>",
