@@ -25,7 +25,7 @@ import polars as pl
 from .participation import CycleError, critical_participation
 from .query_engine import collect
 from .snapshot import SnapshotWarning
-from .trace import Trace, trace_slices
+from .trace import Trace, collect_slices
 from .windows import TRACE_ROW, clip, first_event, last_event, touches, trace_row
 
 # The windowing rules themselves are in .windows.
@@ -45,13 +45,13 @@ def trace_extent(trace: pl.DataFrame) -> tuple[int, int]:
     (1, 9)
     """
     # A slice at a time: the one query read both time columns' pages whole.
-    ends = [
-        part.select(
+    ends = collect_slices(
+        trace,
+        lambda _, part: part.lazy().select(
             first_event.min().alias("first"), last_event.max().alias("last")
-        ).row(0)
-        for _, part in trace_slices(trace)
-    ]
-    return min(int(first) for first, _ in ends), max(int(last) for _, last in ends)
+        ),
+    )
+    return int(ends["first"].min()), int(ends["last"].max())  # type: ignore[arg-type]
 
 
 def chunk_cp(
@@ -183,22 +183,20 @@ def touching_rows(
     """
     if row_column is not None:
         numbered = trace.lazy().with_columns(pl.col(row_column).alias(TRACE_ROW))
-        return _touching(numbered, ts, te, len(trace))
+        return collect(_touching(numbered, ts, te), len(trace))
     # The whole trace, a slice at a time: the filter reads the times of
     # every row, and their pages would all stay resident (DESIGN §10).
-    parts = [
-        _touching(part.lazy().with_row_index(TRACE_ROW, offset), ts, te, len(part))
-        for offset, part in trace_slices(trace)
-    ]
-    return parts[0] if len(parts) == 1 else pl.concat(parts)
+    return collect_slices(
+        trace,
+        lambda at, part: _touching(part.lazy().with_row_index(TRACE_ROW, at), ts, te),
+    )
 
 
-def _touching(numbered: pl.LazyFrame, ts: int, te: int, rows: int) -> pl.DataFrame:
-    """The rows of ``numbered`` (``rows`` of them, each with its
-    ``trace_row``) touching a window in ``[ts, te)``."""
-    return collect(
-        numbered.filter(touches(ts, te)).with_columns(pl.col(TRACE_ROW).cast(pl.Int64)),
-        rows,
+def _touching(numbered: pl.LazyFrame, ts: int, te: int) -> pl.LazyFrame:
+    """The rows of ``numbered`` (each with its ``trace_row``) touching a
+    window in ``[ts, te)``."""
+    return numbered.filter(touches(ts, te)).with_columns(
+        pl.col(TRACE_ROW).cast(pl.Int64)
     )
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import mmap
 import os
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,7 @@ import pyarrow.ipc as ipc
 from sparktrail.errors import InputError
 
 from .context import CONTEXT_KEY, AppContext, ContextError
+from .query_engine import collect
 from .schemas import REQUIRED_COLUMNS, TRACE
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceLike",
+    "collect_slices",
     "decode_trace",
     "empty_trace",
     "load_trace",
@@ -521,6 +523,22 @@ def trace_slices(
     for start in range(0, frame.height, rows):
         yield start, frame.slice(start, rows)
         release_mapped_pages()
+
+
+def collect_slices(
+    frame: pl.DataFrame, query: Callable[[int, pl.DataFrame], pl.LazyFrame]
+) -> pl.DataFrame:
+    """``query(offset, slice)`` over each of :func:`trace_slices`, collected
+    and concatenated: a pass over the whole trace whose result adds up over
+    slices (rows filtered, per-slice minima or sums to combine again).
+
+    >>> t = pl.DataFrame({"a": [1, 2, 3]})
+    >>> numbered = lambda at, part: part.lazy().with_row_index("row", at)
+    >>> collect_slices(t, numbered).filter(pl.col("a") != 2)["row"].to_list()
+    [0, 2]
+    """
+    parts = [collect(query(at, part), len(part)) for at, part in trace_slices(frame)]
+    return parts[0] if len(parts) == 1 else pl.concat(parts)
 
 
 def _release(mapped: mmap.mmap) -> None:

@@ -12,9 +12,9 @@ from sparktrail.pag.query_engine import collect
 from sparktrail.pag.schemas import TASK_WORK_COLUMNS
 from sparktrail.pag.trace import (
     Trace,
+    collect_slices,
     load_trace,
     release_mapped_pages,
-    trace_slices,
 )
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
@@ -175,18 +175,17 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # trace for each chunk would make this quadratic in rows.
     # A slice of the trace at a time: the pass reads every row's task id,
     # activity and workers, whose pages would all stay resident (DESIGN §10).
-    keyed = pl.concat(
-        collect(
+    keyed = collect_slices(
+        frame,
+        lambda at, part: (
             part.lazy()
-            .with_row_index("row", offset)
+            .with_row_index("row", at)
             .filter(_TASK_ROWS)
             .select(
                 pl.col("row").cast(pl.Int64),
                 ((pl.col("task_id") - lo) // step).alias("chunk"),
-            ),
-            len(part),
-        )
-        for offset, part in trace_slices(frame)
+            )
+        ),
     ).sort("chunk", maintain_order=True)
     bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
     rows = keyed["row"]
@@ -220,14 +219,11 @@ def _shared_strings(column: pl.Series) -> pl.Series:
 
 def _id_range(frame: pl.DataFrame) -> tuple[int, int] | None:
     """The lowest and highest task id of ``frame`` (None without one), a
-    slice at a time (:func:`~sparktrail.pag.trace.trace_slices`)."""
-    lows, highs = [], []
-    for _, part in trace_slices(frame):
-        ids = part.get_column("task_id")
-        if ids.null_count() < len(ids):
-            lows.append(int(ids.min()))  # type: ignore[arg-type]
-            highs.append(int(ids.max()))  # type: ignore[arg-type]
-    return (min(lows), max(highs)) if lows else None
+    slice at a time (:func:`~sparktrail.pag.trace.collect_slices`)."""
+    ends_of = (pl.col("task_id").min().alias("lo"), pl.col("task_id").max().alias("hi"))
+    ends = collect_slices(frame, lambda _, part: part.lazy().select(ends_of))
+    lo, hi = ends["lo"].min(), ends["hi"].max()
+    return None if lo is None else (int(lo), int(hi))  # type: ignore[arg-type]
 
 
 def _with_absent(

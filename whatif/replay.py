@@ -70,7 +70,13 @@ import polars as pl
 
 from sparktrail.errors import InputError
 from sparktrail.pag.query_engine import collect_in_memory
-from sparktrail.pag.trace import Trace, TraceLike, load_trace, trace_slices
+from sparktrail.pag.trace import (
+    Trace,
+    TraceLike,
+    collect_slices,
+    load_trace,
+    trace_slices,
+)
 from sparktrail.pag.workers import SLOT_PREFIX, executor_of_name
 
 from .changes import (
@@ -428,11 +434,10 @@ def _gaps(frame: pl.DataFrame) -> pl.DataFrame:
         & pl.col("activity").is_in(_GAP_ACTIVITIES)
         & (pl.col("end_ns") > pl.col("start_ns"))
     )
-    parts = [
-        part.filter(gap).select("start_ns", "end_ns", "activity")
-        for _, part in trace_slices(frame)
-    ]
-    return pl.concat(parts).sort("start_ns")
+    columns = ("start_ns", "end_ns", "activity")
+    return collect_slices(
+        frame, lambda _, part: part.lazy().filter(gap).select(columns)
+    ).sort("start_ns")
 
 
 def _task_rows(frame: pl.DataFrame) -> pl.DataFrame:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from sparktrail.pag.context import AppContext
+from sparktrail.pag.trace import collect_slices
 
 from .inputs import Context
 from .platform import spark_at_least
@@ -187,15 +188,16 @@ def executor_slots(ctx: Context, gpu: int | None) -> tuple[list[Life], list[str]
 def busy_rows(ctx: Context) -> pl.DataFrame:
     """``executor, start_ns, end_ns`` of every busy (not ``waiting``) row of
     positive length on an executor slot."""
-    return ctx.local_passes(
-        lambda frame: (
+    return collect_slices(
+        ctx.trace,
+        lambda _, frame: (
             ctx.slot_rows(frame)
             .filter(
                 (pl.col("activity") != "waiting")
                 & (pl.col("end_ns") > pl.col("start_ns"))
             )
             .select("executor", "start_ns", "end_ns")
-        )
+        ),
     )
 
 

@@ -5,7 +5,6 @@ facts, computed once.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -16,7 +15,7 @@ from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import collect, collect_group_by
-from sparktrail.pag.trace import Trace, trace_slices
+from sparktrail.pag.trace import Trace, collect_slices
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import Replay
 
@@ -276,31 +275,15 @@ class Context:
 
     def slot_rows(self, frame: pl.DataFrame) -> pl.LazyFrame:
         """Local rows of executor slots among ``frame`` (the trace or a slice
-        of it, :meth:`local_passes`), as a query. Columns ``src_worker,
-        activity, start_ns, end_ns, executor``: the timelines of the
-        ``exec-<id>/<slot>`` workers only.
+        of it, :func:`~sparktrail.pag.trace.collect_slices`), as a query.
+        Columns ``src_worker, activity, start_ns, end_ns, executor``: the
+        timelines of the ``exec-<id>/<slot>`` workers only.
         """
         return (
             _local_rows(frame)
             .with_columns(executor_of_column(frame, "src_worker").alias("executor"))
             .filter(pl.col("executor").is_not_null())
         )
-
-    def local_passes(
-        self, query: Callable[[pl.DataFrame], pl.LazyFrame]
-    ) -> pl.DataFrame:
-        """``query`` of the trace, run a slice at a time and concatenated.
-
-        ``query(frame)`` reads ``frame``, the trace or a slice of it; its
-        result must add up over slices (rows filtered, per-group sums to
-        be summed again). A single query over a 10^7-row trace left every
-        page of the columns it read resident (DESIGN §10); a trace of one
-        slice is one query, as before.
-        """
-        parts = [
-            collect(query(part), len(part)) for _, part in trace_slices(self.trace)
-        ]
-        return parts[0] if len(parts) == 1 else pl.concat(parts)
 
     @cached_property
     def slot_busy(self) -> tuple[int, int]:
@@ -312,14 +295,15 @@ class Context:
         """
         length = pl.col("end_ns") - pl.col("start_ns")
         busy = (pl.col("activity") != "waiting") & (length > 0)
-        per_worker = self.local_passes(
-            lambda frame: (
+        per_worker = collect_slices(
+            self.trace,
+            lambda _, frame: (
                 _local_rows(frame)
                 # A worker's executor is null for the driver's timeline only.
                 .filter(pl.col("src_worker") != DRIVER)
                 .group_by("src_worker")
                 .agg(length.filter(busy).sum().alias("busy_ns"))
-            )
+            ),
         )
         workers = per_worker["src_worker"].n_unique()
         return workers, int(per_worker["busy_ns"].sum() or 0)
@@ -339,10 +323,11 @@ class Context:
         # Local rows grouped by worker first: a worker's executor is then
         # parsed once per group, not once per trace row (2.1 against 3.0 ms
         # on 30,000 rows).
-        per_worker = self.local_passes(
-            lambda frame: (
+        per_worker = collect_slices(
+            self.trace,
+            lambda _, frame: (
                 _local_rows(frame).group_by("src_worker", "activity").agg(*sums)
-            )
+            ),
         )
         if per_worker.n_unique(["src_worker", "activity"]) < per_worker.height:
             # Slices' sums of a group, summed (exact: integers).
