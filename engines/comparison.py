@@ -410,16 +410,21 @@ def _operator_keys(profile: Profile) -> set[str]:
 
 
 def _renamed(profile: Profile, renames: dict[str, str]) -> Profile:
-    """``profile`` with its operator and stage labels keyed
-    (:func:`operator_key`) and renamed by ``renames``: the AFTER run as
-    BEFORE names its operators."""
+    """``profile`` with the operator and stage labels whose key
+    (:func:`operator_key`) ``renames`` pairs given BEFORE's key: the AFTER
+    run as BEFORE names its operators (the others keep their labels, which
+    every reader keys itself)."""
+    if not renames:
+        return profile
     s = profile.summaries
 
     def rename(frame: pl.DataFrame) -> pl.DataFrame:
         if frame.is_empty() or "operator" not in frame.columns:
             return frame
-        return _keyed(frame).with_columns(
-            pl.col("operator").replace(renames) if renames else pl.col("operator")
+        labels = frame["operator"].drop_nulls().unique().to_list()
+        to = {label: renames.get(operator_key(label)) for label in labels}
+        return frame.with_columns(
+            pl.col("operator").replace({k: v for k, v in to.items() if v})
         )
 
     summaries = replace(s, operator=rename(s.operator), stages=rename(s.stages))
