@@ -154,6 +154,8 @@ def _reads_shuffle(ctx: Context, stage_id: int) -> bool:
 #: advisoryPartitionSizeInBytes (or the other partitions' mean, if larger).
 AQE_SKEW_THRESHOLD_BYTES = 256 << 20
 AQE_ADVISORY_BYTES = 64 << 20
+_AQE_THRESHOLD = f"{AQE_SKEW_THRESHOLD_BYTES >> 20}MB"
+_AQE_ADVISORY = f"{AQE_ADVISORY_BYTES >> 20}MB"
 
 
 def _aqe_split_sizes(size: int, threshold_too: bool = False) -> list[str]:
@@ -184,9 +186,9 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
         return (
             "AQE's skew join is on but left this partition whole: it splits a "
             "partition only above both skewedPartitionFactor x the median and "
-            "skewedPartitionThresholdInBytes (256MB by default), into pieces of "
-            "advisoryPartitionSizeInBytes (64MB by default); set "
-            + ", ".join(_aqe_split_sizes(size, threshold_too=True))
+            f"skewedPartitionThresholdInBytes ({_AQE_THRESHOLD} by default), into "
+            f"pieces of advisoryPartitionSizeInBytes ({_AQE_ADVISORY} by default); "
+            "set " + ", ".join(_aqe_split_sizes(size, threshold_too=True))
         )
     sizes = _aqe_split_sizes(size) if size else []
     advice = (
@@ -198,7 +200,8 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
         return advice
     return (
         f"{advice}, and, as the partition is only {fmt_mb(size)} "
-        f"(AQE splits above 256MB into 64MB pieces by default), {', '.join(sizes)}"
+        f"(AQE splits above {_AQE_THRESHOLD} into {_AQE_ADVISORY} pieces by "
+        f"default), {', '.join(sizes)}"
     )
 
 
