@@ -193,7 +193,8 @@ def import_eventlog(
     polars.DataFrame
         A validated trace sorted by ``(start_ns, src_worker)``, with the
         extra columns ``attempt``, ``status``, ``speculative``,
-        ``executor_id``, ``clipped_ns``, ``shuffle_write_bytes``,
+        ``executor_id``, ``clipped_ns``, Spark's ``executor_run_ns``,
+        ``jvm_gc_ns`` and ``executor_cpu_ns``, ``shuffle_write_bytes``,
         ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
         task's ``state_rows``, ``state_updated_rows`` and
         ``state_memory_bytes``.

@@ -64,6 +64,7 @@ class TaskRecord:
     deserialize_ms: int = 0
     run_ms: int = 0
     gc_ms: int = 0
+    cpu_ns: int | None = None
     serialize_ms: int = 0
     fetch_wait_ms: int = 0
     write_ns: int = 0
@@ -146,6 +147,7 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
         "deserialize_ms": int_field(metrics, "Executor Deserialize Time"),
         "run_ms": int_field(metrics, "Executor Run Time"),
         "gc_ms": int_field(metrics, "JVM GC Time"),
+        "cpu_ns": opt_int(metrics, "Executor CPU Time"),
         "serialize_ms": int_field(metrics, "Result Serialization Time"),
         "memory_bytes_spilled": opt_int(metrics, "Memory Bytes Spilled"),
         "disk_bytes_spilled": opt_int(metrics, "Disk Bytes Spilled"),

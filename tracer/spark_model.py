@@ -16,11 +16,11 @@ The rules those modules do not state:
   the task.
 * Extra columns: ``attempt``, ``status`` (``success``, ``failed``,
   ``killed``, ``running``), ``speculative``, ``executor_id``,
-  ``clipped_ns`` and Spark's ``executor_run_ns`` and ``jvm_gc_ns`` (null
-  without task metrics) on a task's rows; ``shuffle_write_bytes``,
-  ``memory_bytes_spilled``, ``disk_bytes_spilled`` and a stateful
-  task's ``state_rows``, ``state_updated_rows`` and
-  ``state_memory_bytes`` on its ``processing`` row (see
+  ``clipped_ns`` and Spark's ``executor_run_ns``, ``jvm_gc_ns`` and
+  ``executor_cpu_ns`` (null without task metrics) on a task's rows;
+  ``shuffle_write_bytes``, ``memory_bytes_spilled``,
+  ``disk_bytes_spilled`` and a stateful task's ``state_rows``,
+  ``state_updated_rows`` and ``state_memory_bytes`` on its ``processing`` row (see
   :mod:`~sparktrail.tracer.task_pieces`).
 * Structured Streaming: the query events go to
   :class:`~sparktrail.tracer.streaming.StreamRecords` (the context's

@@ -203,6 +203,7 @@ def task_rows(
         # (an attempt without metrics states neither).
         task.run_ms * MS if task.has_metrics else None,
         task.gc_ms * MS if task.has_metrics else None,
+        task.cpu_ns if task.has_metrics else None,
     )
     fixed = max(end, (task.finish_ms or 0) * MS)
     rows.add(

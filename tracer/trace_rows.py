@@ -26,10 +26,12 @@ from .fields import valid_text
 __all__ = ["NO_WORK", "TASK_COLUMNS", "WORK_COLUMNS", "TraceRows"]
 
 #: Columns that describe the task attempt a row belongs to (null otherwise).
-#: ``executor_run_ns`` and ``jvm_gc_ns`` are Spark's own ``Executor Run
-#: Time`` and ``JVM GC Time`` of the attempt (null when its ``TaskEnd`` had
-#: no metrics): the rows' pieces are fitted to the task's slot time and
-#: cannot give them back (GC may even exceed the run time Spark states).
+#: ``executor_run_ns``, ``jvm_gc_ns`` and ``executor_cpu_ns`` are Spark's
+#: own ``Executor Run Time``, ``JVM GC Time`` and ``Executor CPU Time`` of
+#: the attempt (null when its ``TaskEnd`` had no metrics, and the CPU time
+#: before Spark 2.1, which did not state it): the rows' pieces are fitted
+#: to the task's slot time and cannot give them back (GC may even exceed
+#: the run time Spark states).
 TASK_COLUMNS = (
     "task_id",
     "partition",
@@ -40,6 +42,7 @@ TASK_COLUMNS = (
     "clipped_ns",
     "executor_run_ns",
     "jvm_gc_ns",
+    "executor_cpu_ns",
 )
 _NO_TASK = (None,) * len(TASK_COLUMNS)
 #: What a task did, on its ``processing`` row (null elsewhere): the pag's

@@ -9,7 +9,7 @@ against the trace.
 Examples
 --------
 >>> SplitPartition(stage_id=3, partition=7, k=2)
-SplitPartition(stage_id=3, partition=7, k=2)
+SplitPartition(stage_id=3, partition=7, k=2, slowdown=1.0)
 >>> Executors(0)
 Traceback (most recent call last):
 ...
@@ -43,17 +43,27 @@ def _at_least(change: object, name: str, value: int, low: int) -> None:
 class SplitPartition:
     """Split partition ``partition`` of stage ``stage_id`` into ``k`` tasks.
 
-    Each piece takes ``1/k`` of the task's duration (its records would be
-    split the same way; they are not part of the time model) and keeps its
-    launch lags; every attempt of the partition is split.
+    Each piece takes ``slowdown / k`` of the task's duration (its records
+    would be split the same way; they are not part of the time model) and
+    keeps its launch lags; every attempt of the partition is split.
+    ``slowdown`` (at least 1) is how much slower the pieces run beside each
+    other than the whole ran, alone:
+    :func:`~sparktrail.whatif.contention.split_slowdown` measures it on a
+    trace.
     """
 
     stage_id: int
     partition: int
     k: int
+    slowdown: float = 1.0
 
     def __post_init__(self) -> None:
         _at_least(self, "k", self.k, 1)
+        if not isinstance(self.slowdown, int | float) or not self.slowdown >= 1:
+            raise InputError(
+                f"SplitPartition: slowdown must be a number of at least 1, "
+                f"not {self.slowdown!r}"
+            )
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,10 @@ Assumptions
   seen, so a second slot of such a stage counts as a free core. Nor are
   the JVM's own threads (GC, JIT, a local driver's scheduler): a core
   idle in the trace counts as wholly free, though a task that ran beside
-  it idle had it for those threads (a split hot partition's halves on a
-  2-core local master ran 20-27% off the CPU, the whole 10%:
-  BENCHMARKS.md, "What-if accuracy with a skewed join").
+  it idle had it for those threads. A split partition is the change
+  where this matters most (its task ran alone; its pieces do not): the
+  change carries the pieces' slowdown, which
+  :func:`~.contention.split_slowdown` reads from Spark's CPU times.
 * A split partition (:class:`~.changes.SplitPartition`) adds no stage:
   AQE's skew join needs none. Salting its key instead, when the results
   must be merged by the real key, adds a small stage that the replay
@@ -266,6 +267,8 @@ class Replay:
         slots, drop = self.slots, frozenset[int]()
         if isinstance(change, SplitPartition):
             rows = self._partition_rows(change.stage_id, change.partition)
+            if change.slowdown != 1:
+                dur[rows] = np.rint(dur[rows] * change.slowdown)
             repeat = np.ones(t.height, dtype=np.int64)
             repeat[rows] = change.k
             pieces = _pieces(dur, repeat)

@@ -59,9 +59,11 @@ from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE, HAS_PATHS, 
 from sparktrail.whatif import (
     Change,
     Replay,
+    SplitPartition,
     executor_table,
     predict,
 )
+from sparktrail.whatif.contention import measured_split
 
 from . import whatif as whatif_cli
 from ._units import parse_duration_ns
@@ -247,6 +249,8 @@ class Tools:
         the replay's error and the executor table)."""
         made = parse_change(change)  # a bad change fails before the log is read
         replay = self.replay(log)
+        if isinstance(made, SplitPartition):
+            made = measured_split(self.trace(log), made)
         if made is not None:
             prediction = dataclasses.asdict(predict(replay, made))
             return _dumps({"change": str(made), **prediction})
@@ -315,8 +319,10 @@ def parse_change(text: str) -> Change | None:
     The leading ``--`` may be left out, and ``=`` or a space separate the
     option from its value.
 
-    >>> parse_change("--executors 8"), parse_change("split=3:7:2")
-    (Executors(count=8), SplitPartition(stage_id=3, partition=7, k=2))
+    >>> parse_change("--executors 8")
+    Executors(count=8)
+    >>> parse_change("split=3:7:2")
+    SplitPartition(stage_id=3, partition=7, k=2, slowdown=1.0)
     >>> parse_change("")
     >>> parse_change("fewer")
     Traceback (most recent call last):

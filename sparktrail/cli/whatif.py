@@ -25,6 +25,7 @@ from sparktrail.whatif import (
     executor_table,
     predict,
 )
+from sparktrail.whatif.contention import measured_split
 
 from .profile import load_input
 
@@ -86,7 +87,10 @@ def register(subparsers: Any) -> None:
         "--split",
         type=_split,
         metavar="STAGE:PART:K",
-        help="split partition PART of stage STAGE into K pieces",
+        help=(
+            "split partition PART of stage STAGE into K pieces (slowed as "
+            "Spark's CPU times show the pieces would run beside each other)"
+        ),
     )
     group.add_argument(
         "--speculate",
@@ -149,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     change = change_of(args)
     trace, _ = load_input(args.input)
     replay = Replay.of(trace)
+    if isinstance(change, SplitPartition):
+        change = measured_split(trace, change)
     if change is not None:
         _print_prediction(change, predict(replay, change))
         return 0

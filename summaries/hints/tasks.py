@@ -9,7 +9,10 @@ CP share (``task_min_share``) is compared with the stage's medians:
   the hot partition were split in two (partial key grouping: half its
   keys' records go to a second partition): the stage takes as long as its
   longest task (tasks run in parallel when slots suffice), so after the
-  split ``max(longest other task, hot task / 2)``.
+  split ``max(longest other task, hot task / 2 * slowdown)``, the halves
+  slowed by sharing the cores the whole had alone
+  (:func:`~sparktrail.whatif.contention.split_slowdown`, 1 without
+  Spark's CPU times).
 
   - In a join (two or more stages of its job wrote shuffle output), AQE can
     split the partition: ``hotspot``, with AQE's skew-join settings, or,
@@ -41,7 +44,9 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
+from sparktrail.pag.trace import Trace
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
+from sparktrail.whatif.contention import split_slowdown
 
 from ..operator import stage_label, stage_name
 from .hint import Hint
@@ -148,6 +153,10 @@ def _reads_shuffle(ctx: Context, stage_id: int) -> bool:
     return bool(waited) or _join_sides(ctx, stage_id) > 0
 
 
+#: Into how many pieces the hints split a hot partition (the prediction,
+#: the replayed change and the AQE sizes they advise).
+SPLIT_PIECES = 2
+
 #: Spark's defaults for AQE's skew join (OptimizeSkewedJoin): a partition
 #: is split only above skewedPartitionThresholdInBytes (and
 #: skewedPartitionFactor x the median), into pieces of
@@ -163,7 +172,7 @@ def _aqe_split_sizes(size: int, threshold_too: bool = False) -> list[str]:
     bytes in two: the threshold below it and the advisory size at half of
     it, each where its default would leave the partition whole (the
     threshold always with ``threshold_too``)."""
-    half = max(1 << 20, size // 2)
+    half = max(1 << 20, size // SPLIT_PIECES)
     settings = []
     if threshold_too or size <= AQE_SKEW_THRESHOLD_BYTES:
         settings.append(
@@ -212,12 +221,15 @@ def _hotspot(
     others = list(durations)
     others.remove(task["duration_ns"])
     second = others[0] if others else 0
-    predicted = max(second, task["duration_ns"] / 2)
+    # Split, the halves share the cores the whole had to itself.
+    slowdown = split_slowdown(Trace(ctx.trace, ctx.app), task["task_id"], SPLIT_PIECES)
+    predicted = max(second, task["duration_ns"] / SPLIT_PIECES * slowdown)
     evidence = _base_evidence(task) | {
         "skew_ratio": ratio,
         "stage_time_ns": longest,
         "longest_other_ns": second,
         "predicted_stage_time_ns": predicted,
+        "split_slowdown": slowdown,
     }
     # The plan node of a stable operator label names a join outright; older
     # labels leave it to the shuffle stages the job read.
@@ -265,7 +277,9 @@ def _hotspot(
         predicted_saving_ns=min(critical_ns, max(0.0, longest - predicted)),
         change=None
         if task["partition"] is None
-        else SplitPartition(task["stage_id"], task["partition"], 2),
+        else SplitPartition(
+            task["stage_id"], task["partition"], SPLIT_PIECES, slowdown
+        ),
     )
 
 

@@ -61,6 +61,8 @@ def task_events(
             "Shuffle Write Time": 1_500_000,
         },
     }
+    if "cpu_ns" in extra:  # Spark 2.1 on; older logs state no CPU time
+        metrics["Executor CPU Time"] = extra["cpu_ns"]
     return [
         {"Event": "SparkListenerTaskStart", "Stage ID": stage, "Task Info": info},
         {

@@ -25,3 +25,17 @@ def test_failed_killed_speculative_are_marked() -> None:
     spec = trace.filter(pl.col("task_id") == 1)["speculative"]
     assert spec.all()
     whole_run(trace)
+
+
+def test_spark_cpu_time_is_kept_and_null_where_the_log_has_none() -> None:
+    events = app(
+        task_events(0, 0, 20, 30, cpu_ns=4_000_000) + task_events(1, 0, 20, 40)
+    )
+    trace, _ = build(events)
+    cpu = dict(
+        trace.filter(pl.col("task_id").is_not_null())
+        .group_by("task_id")
+        .agg(pl.col("executor_cpu_ns").drop_nulls().first())
+        .iter_rows()
+    )
+    assert cpu == {0: 4_000_000, 1: None}

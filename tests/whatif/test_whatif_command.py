@@ -49,3 +49,16 @@ def test_a_malformed_change_is_a_usage_error(capsys):
         cli.main(["whatif", str(SHARED_LOG), "--split", "0:1"])
     assert exit_.value.code == cli.EXIT_USAGE
     assert "'0:1' is not STAGE:PART:K" in capsys.readouterr().err
+
+
+def test_a_split_is_slowed_as_the_traces_cpu_times_say(capsys, tmp_path):
+    from sparktrail.pag.trace import write_trace
+    from tests.whatif.test_contention import SKEWED, _trace
+
+    path = tmp_path / "skewed.arrow"
+    write_trace(_trace(SKEWED), path)
+    assert cli.main(["whatif", str(path), "--split", "0:2:2"]) == 0
+    out = capsys.readouterr().out
+    # 1000 ms alone at 90% CPU, tasks beside another at 60%: 750 ms halves.
+    assert "slowdown=1.5" in out
+    assert "stage 0: 1.100 s -> 0.850 s" in out
