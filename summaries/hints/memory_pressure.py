@@ -11,15 +11,18 @@
 * ``spill``: a stage with a CP share of at least ``spill_min_share`` whose
   tasks spilled to disk (``disk_bytes_spilled`` > 0), one of them at least
   on the critical path; one hint per such stage, whose CP share is that of
-  its spilling tasks.
+  its spilling tasks. When only data-skewed tasks spilled (records or
+  bytes at least ``skew_factor`` x the stage's median, the hotspot rule's
+  test) and not all of the stage's tasks, more partitions would not spread
+  the spill: the action says to fix the skew first instead.
 
-Both name three remedies: more heap per task (``spark.executor.memory``,
-or on a local master ``spark.driver.memory``: the tasks run in the
-driver's JVM, whose heap is fixed when it starts), ``spark.memory.fraction``
-and more, smaller tasks. Suggested values: :data:`MEMORY_FACTOR` x the
-memory the application ran with (Spark's default when unset),
-:data:`PARTITION_FACTOR` x the stage's tasks, and the memory fraction one
-:data:`FRACTION_STEP` from its value (default 0.6) within
+Both name three remedies (but for a skewed spill, above): more heap per task
+(``spark.executor.memory``, or on a local master ``spark.driver.memory``:
+the tasks run in the driver's JVM, whose heap is fixed when it starts),
+``spark.memory.fraction`` and more, smaller tasks. Suggested values:
+:data:`MEMORY_FACTOR` x the memory the application ran with (Spark's default
+when unset), :data:`PARTITION_FACTOR` x the stage's tasks, and the memory
+fraction one :data:`FRACTION_STEP` from its value (default 0.6) within
 [:data:`FRACTION_LOW`, :data:`FRACTION_HIGH`]: lower for GC (Spark's tuning
 guide: less room for cached blocks leaves the old generation room for task
 objects), higher for spills (more execution memory).
@@ -215,6 +218,16 @@ def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
     )
 
 
+def _skew_spill(ctx: Context) -> str:
+    factor = ctx.options.skew_factor
+    return (
+        f"only tasks holding {factor:g}x or more of the stage's median "
+        "records/bytes spilled: the spill is the data skew's, which more "
+        "partitions do not spread (a hot key stays in one partition), so fix "
+        "the skew first (the stage's hotspot or skew_unsplittable hint)"
+    )
+
+
 def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
     """Stages with GC on the path, most first, with their tasks' GC and run."""
     gc_cp = ctx.stage_cp("gc")
@@ -297,9 +310,18 @@ def gc_bound(ctx: Context) -> list[Hint]:
     ]
 
 
+def _skewed(column: str, factor: float) -> pl.Expr:
+    """A task holds ``factor`` x its stage's median ``column`` (above 0):
+    the data-skew test of the hotspot rule (in a per-stage aggregation)."""
+    median = pl.col(column).median()
+    return ((median > 0) & (pl.col(column) >= factor * median)).fill_null(False)
+
+
 def _spill_stages(ctx: Context) -> pl.DataFrame:
     """Per stage with tasks that spilled to disk: its spill and its tasks."""
     spilled = pl.col("disk_bytes_spilled").fill_null(0) > 0
+    factor = ctx.options.skew_factor
+    skewed = _skewed("records", factor) | _skewed("bytes", factor)
     return collect(
         ctx.tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
@@ -307,6 +329,7 @@ def _spill_stages(ctx: Context) -> pl.DataFrame:
         .agg(
             pl.len().alias("tasks"),
             spilled.sum().alias("spilling_tasks"),
+            (spilled & skewed).sum().alias("skewed_spilling_tasks"),
             pl.col("cp_share").filter(spilled).sum().alias("spilling_cp_share"),
             pl.col("memory_bytes_spilled").sum().alias("memory_spilled_bytes"),
             pl.col("disk_bytes_spilled").sum().alias("disk_spilled_bytes"),
@@ -352,10 +375,15 @@ def spill(ctx: Context) -> list[Hint]:
             "memory_spilled_bytes": s["memory_spilled_bytes"],
             "disk_spilled_bytes": s["disk_spilled_bytes"],
             "max_task_disk_spilled_bytes": s["max_task_disk_spilled_bytes"],
+            "skewed_spilling_tasks": s["skewed_spilling_tasks"],
             "suggested_partitions": tasks * PARTITION_FACTOR,
             **memory.evidence(),
         }
-        steps = [_partitions(ctx, s["stage_id"], tasks), memory.heap_action()]
+        # Only skewed tasks spilled: a hot key stays whole in one partition
+        # however many there are, so more partitions would not spread it.
+        of_skew = s["skewed_spilling_tasks"] == spilling < tasks
+        first = _skew_spill(ctx) if of_skew else _partitions(ctx, s["stage_id"], tasks)
+        steps = [first, memory.heap_action()]
         higher = memory.fraction_to(FRACTION_STEP)
         if higher is not None:
             now = DEFAULT_FRACTION if memory.fraction is None else memory.fraction

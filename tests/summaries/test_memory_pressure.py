@@ -200,3 +200,22 @@ def test_with_aqe_on_the_spill_fix_is_its_advisory_size_not_shuffle_partitions()
     # AQE overrides
     assert "spark.sql.adaptive.advisoryPartitionSizeInBytes" in row["action"]
     assert "spark.sql.shuffle.partitions" not in row["action"]
+
+
+def test_a_spill_of_the_skewed_task_alone_asks_to_fix_the_skew_not_partitions():
+    # GIVEN stage 0 of four tasks where only task 0, holding 50x the median
+    # records, spilled (a hot key's partition)
+    t = Trace()
+    for s in range(4):
+        records = 5000 if s == 0 else 100
+        length = 400 if s == 0 else 100
+        t.task(f"exec-1/{s}", 0, [("processing", length)], stage=0, records=records)
+    trace = with_spills(t.frame(), {0: (8 * MB, 2 * MB)})
+    # WHEN hints are computed
+    [(row, ev)] = of_kind(hints(trace), "spill")
+    # THEN the action names the skew as the spill's cause, not more partitions
+    assert ev["skewed_spilling_tasks"] == 1
+    assert "the spill is the data skew's" in row["action"]
+    assert "spark.sql.shuffle.partitions" not in row["action"]
+    # AND the memory remedies stay
+    assert "spark.executor.memory" in row["action"]
