@@ -162,7 +162,8 @@ def split_slowdown(trace: TraceLike, task_id: int, k: int = 2) -> float:
     if k * r_task <= slots - 1:
         return 1.0
     alone = 1.0 - float(beside[me][0])
-    return float(np.clip(1.0 + alone * (r_task / r_busy - 1.0), 1.0, slots))
+    # Three decimals: the CPU times are a noisy measure (BENCHMARKS.md).
+    return round(float(np.clip(1.0 + alone * (r_task / r_busy - 1.0), 1.0, slots)), 3)
 
 
 def measured_split(trace: TraceLike, change: SplitPartition) -> SplitPartition:
