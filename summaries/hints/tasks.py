@@ -263,7 +263,8 @@ def _hotspot(
         )
     action = (
         f"{_where(task)} holds {ratio:.1f}x the stage's median records/bytes: "
-        f"{fix}. Predicted stage time {fmt_s(longest)} -> {fmt_s(predicted)}."
+        f"{fix}. Predicted stage time {fmt_s(longest)} -> {fmt_s(predicted)}"
+        f"{_slowed(slowdown)}."
     )
     critical_ns = task["running_cp_share"] * task["duration_ns"]
     return Hint(
@@ -280,6 +281,16 @@ def _hotspot(
         else SplitPartition(
             task["stage_id"], task["partition"], SPLIT_PIECES, slowdown
         ),
+    )
+
+
+def _slowed(slowdown: float) -> str:
+    if slowdown <= 1:
+        return ""
+    return (
+        f" (each half at {slowdown:.2f}x half the task's time: the task ran "
+        "with its executor's other cores idle, the halves will share them as "
+        "its tasks beside others did, by Spark's CPU times)"
     )
 
 

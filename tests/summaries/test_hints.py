@@ -179,6 +179,33 @@ def test_join_skew_is_a_hotspot_with_aqe_settings():
     assert "advisoryPartitionSizeInBytes=1m" in row["action"]
 
 
+def test_join_skew_halves_are_slowed_as_spark_cpu_times_show():
+    # GIVEN the join on two slots: the hot task at 90% CPU, alone for 70 of
+    # its 100 ms; the three others, beside it, at 60% (Spark's CPU times)
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 5)], stage=0, written=300, records=10)
+    t.task("exec-1/1", 0, [("processing", 5)], stage=1, written=100, records=10)
+    hot = t.task("exec-1/0", 5, [("processing", 100)], stage=2, records=1000)
+    for start in (5, 15, 25):
+        t.task("exec-1/1", start, [("processing", 10)], stage=2, records=100)
+    span = pl.col("end_ns").max().over("task_id") - pl.col("start_ns").min().over(
+        "task_id"
+    )
+    share = pl.when(pl.col("task_id") == hot).then(0.9).otherwise(0.6)
+    frame = t.frame().with_columns(
+        pl.lit("1").alias("executor_id"),
+        span.alias("executor_run_ns"),
+        (span * share).cast(pl.Int64).alias("executor_cpu_ns"),
+    )
+    # WHEN hints are computed
+    row, ev = only(hints(frame, 105), "hotspot")
+    # THEN each half is predicted at 1 + 0.7 x (0.9 / 0.6 - 1) = 1.35 x
+    # half the hot task, and the action says why
+    assert ev["split_slowdown"] == pytest.approx(1.35)
+    assert ev["predicted_stage_time_ns"] == pytest.approx(67.5 * MS)
+    assert "each half at 1.35x half the task's time" in row["action"]
+
+
 def test_aqe_is_told_no_sizes_for_a_partition_above_its_defaults():
     # GIVEN the hot partition reads 600 MB (over 256MB, halves over 64MB)
     frame = skewed_join().with_columns(
