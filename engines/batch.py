@@ -18,8 +18,10 @@ from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import (
     Trace,
     TraceLike,
+    collect_slices,
     load_trace,
     release_mapped_pages,
+    trace_slices,
 )
 from sparktrail.pag.windows import (
     MIN_STRETCH,
@@ -51,8 +53,6 @@ CHUNK_ROWS = 1_000_000
 #: The window length that asks for a window per streaming micro-batch
 #: (``--window batch``), wherever a window length is taken.
 MICRO_BATCHES = "batch"
-#: Rows read at a time when the trace is bucketed by batch.
-_SLICE_ROWS = 10_000_000
 #: Column holding a candidate row's row in the whole trace.
 _ROW = "_sparktrail_trace_row"
 #: ``progress(batches_done, batches)`` after each batch.
@@ -212,6 +212,9 @@ def cp_chunks(
         # memory follows a batch, not the trace).
         release_mapped_pages()
         yield cp, span or 1, done, len(batches)
+        # The caller has its partials: this batch's CP rows are not kept
+        # beside the next batch's candidates and CP.
+        del cp
 
 
 def window_chunks(
@@ -236,7 +239,16 @@ def window_chunks(
     # batch, but is harmless in it).
     lo, hi = coarse_range(window_ns, origin_ns)
     k = lo.alias("k")
-    counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
+    # A slice at a time: the whole trace's window indices and their hash
+    # table took ~190 MB at 10^7 rows.
+    counts = (
+        collect_slices(
+            trace, lambda _, part: part.lazy().group_by(k).agg(pl.len().alias("count"))
+        )
+        .group_by("k")
+        .agg(pl.col("count").sum())
+        .sort("k")
+    )
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // chunk_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
@@ -337,9 +349,10 @@ def chunk_candidates(
     firsts = np.array([(b[0] - origin_ns) // window_ns for b in batches])
     first_batch = np.empty(trace.height, dtype=np.int32)
     spans: list[np.ndarray] = []
-    # In slices: the window indices of 10^8 rows would take 1.6 GB at once.
-    for start in range(0, trace.height, _SLICE_ROWS):
-        k = trace.slice(start, _SLICE_ROWS).select(lo, hi)
+    # In slices (:func:`~sparktrail.pag.trace.trace_slices`, pages released
+    # after each): the window indices of 10^7 rows took ~500 MB at once.
+    for start, part in trace_slices(trace):
+        k = part.select(lo, hi)
         a = np.searchsorted(firsts, k["lo"].to_numpy(), side="right") - 1
         b = np.searchsorted(firsts, k["hi"].to_numpy(), side="right") - 1
         first_batch[start : start + len(a)] = a
