@@ -175,6 +175,9 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # trace for each chunk would make this quadratic in rows.
     # A slice of the trace at a time: the pass reads every row's task id,
     # activity and workers, whose pages would all stay resident (DESIGN §10).
+    # Narrow: 8 bytes a task row, not 16 (~80 MB less at 10^7 rows, and as
+    # much again in the sort's copy).
+    row_type = pl.UInt32 if len(frame) < 2**32 else pl.Int64
     keyed = collect_slices(
         frame,
         lambda at, part: (
@@ -182,12 +185,16 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
             .with_row_index("row", at)
             .filter(_TASK_ROWS)
             .select(
-                pl.col("row").cast(pl.Int64),
-                ((pl.col("task_id") - lo) // step).alias("chunk"),
+                pl.col("row").cast(row_type),
+                ((pl.col("task_id") - lo) // step).cast(pl.Int32).alias("chunk"),
             )
         ),
     ).sort("chunk", maintain_order=True)
-    bounds = keyed["chunk"].search_sorted(pl.Series(range(len(starts) + 1))).to_list()
+    bounds = (
+        keyed["chunk"]
+        .search_sorted(pl.Series(range(len(starts) + 1), dtype=pl.Int32))
+        .to_list()
+    )
     rows = keyed["row"]
     del keyed
     parts = []
