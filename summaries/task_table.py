@@ -93,6 +93,23 @@ _ABSENT_IF_UNSTATED = (
 )
 
 
+#: The trace columns :func:`task_facts` reads.
+_READ = frozenset(
+    (
+        "task_id",
+        "src_worker",
+        "dst_worker",
+        "start_ns",
+        "end_ns",
+        "activity",
+        "clipped_ns",
+        *SPARK_METRICS,
+        *_ABSENT_IF_UNSTATED,
+        *_WORK,
+    )
+)
+
+
 #: Trace rows per task-facts group-by (its hash tables and per-group
 #: state take several times the rows' own size).
 TASK_CHUNK_ROWS = 1000000
@@ -197,17 +214,25 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     )
     rows = keyed["row"]
     del keyed
+    # Only the columns the facts read are gathered, and the rows are task
+    # rows already: the gather and the filter of a chunk each copied every
+    # column of its ~10^6 rows.
+    read = frame.select(c for c in frame.columns if c in _READ and c not in absent)
     parts = []
     for k in range(len(starts)):
-        part = _task_chunk(frame[rows[bounds[k] : bounds[k + 1]]], absent)
+        part = _task_chunk(
+            read[rows[bounds[k] : bounds[k + 1]]], absent, task_rows=True
+        )
         if "operator" not in absent:
             # Per part: a column of one chunk beside the others' ten would
             # make polars copy every column into one chunk.
             part = part.with_columns(_shared_strings(part["operator"]))
-        parts.append(part)
+        # Per part, so that the parts held meanwhile are small too: a value
+        # kept once in every part stays one value in their concatenation,
+        # and equal columns keep sharing their chunks.
+        parts.append(_stored_once(part))
         release_mapped_pages()
-    facts = _stored_once(pl.concat(parts, rechunk=False))
-    return _with_absent(facts, frame, absent)
+    return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
 
 
 def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
@@ -304,7 +329,11 @@ def _facts_schema(trace_schema: tuple[tuple[str, pl.DataType], ...]) -> pl.Schem
     return _task_chunk(pl.DataFrame(schema=dict(trace_schema)), ()).schema
 
 
-def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
+def _task_chunk(
+    frame: pl.DataFrame, absent: tuple[str, ...], *, task_rows: bool = False
+) -> pl.DataFrame:
+    """The facts of the tasks of ``frame`` (``task_rows``: its rows are
+    task rows already, :data:`_TASK_ROWS`)."""
     span = pl.col("end_ns") - pl.col("start_ns")
     # Spark's metrics when the trace states them; else the rows' tiling,
     # the best a trace from another producer can tell.
@@ -342,10 +371,9 @@ def _task_chunk(frame: pl.DataFrame, absent: tuple[str, ...]) -> pl.DataFrame:
     ]
     stated = [c for c in _NULL_IF_UNSTATED if c not in absent]
     local = _LOCAL
+    rows = frame.lazy() if task_rows else frame.lazy().filter(_TASK_ROWS)
     tasks = collect(
-        frame.lazy()
-        .filter(_TASK_ROWS)
-        .with_columns(
+        rows.with_columns(
             pl.when(local).then(pl.col("src_worker")).alias("_slot"),
             pl.when(pl.col("src_worker") == DRIVER)
             .then(pl.col("dst_worker"))
