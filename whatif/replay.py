@@ -558,7 +558,8 @@ def _median(values: pl.Series) -> int | float:
     (4, 3.0)
     """
     if not values.dtype.is_integer() or values.null_count():
-        return statistics.median(values.to_list())
+        median: int | float = statistics.median(values.to_list())
+        return median
     array = values.to_numpy()
     n = array.size
     if n == 0:
