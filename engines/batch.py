@@ -10,7 +10,13 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag.chunk_cp import chunk_cp, one_window_cp, trace_extent
+from sparktrail.pag.chunk_cp import (
+    chunk_cp,
+    cp_of_touching,
+    one_window_cp,
+    touching_rows,
+    trace_extent,
+)
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.schemas import CP_INPUT_COLUMNS
 from sparktrail.pag.snapshot import trace_origin
@@ -222,10 +228,16 @@ def cp_chunks(
             # whole trace per batch would make the run quadratic in rows.
             mine = rows_of(done - 1)
             candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
-            cp, rows = chunk_cp(
-                candidates, length, start, ts, te, extent, row_column=_ROW
-            )
+            del mine
+            # The file's pages the gather read (~110 MB) are not read again
+            # in this batch: not resident while its CP is computed.
+            release_mapped_pages()
+            # chunk_cp in its two steps: the candidates (a copy of ~10^6
+            # rows' columns) go before the CP is computed from the rows
+            # touching the batch.
+            rows = touching_rows(candidates, ts, te, row_column=_ROW)
             del candidates
+            cp, rows = cp_of_touching(rows, length, start, ts, te, extent)
             cp = cp.drop(_ROW, strict=False)
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
