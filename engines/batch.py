@@ -24,7 +24,6 @@ from sparktrail.pag.streams import StreamBatch
 from sparktrail.pag.trace import (
     Trace,
     TraceLike,
-    collect_slices,
     load_trace,
     release_mapped_pages,
     trace_slices,
@@ -275,14 +274,14 @@ def window_chunks(
     k = lo.alias("k")
     # A slice at a time: the whole trace's window indices and their hash
     # table took ~190 MB at 10^7 rows.
-    counts = (
-        collect_slices(
-            trace, lambda _, part: part.lazy().group_by(k).agg(pl.len().alias("count"))
-        )
-        .group_by("k")
-        .agg(pl.col("count").sum())
-        .sort("k")
-    )
+    parts = [
+        part.select(k).to_series().value_counts(sort=False)
+        for _, part in trace_slices(trace)
+    ]
+    counts = parts[0] if len(parts) == 1 else pl.concat(parts)
+    if len(parts) > 1:
+        counts = counts.group_by("k").agg(pl.col("count").sum())
+    counts = counts.sort("k")
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // chunk_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
