@@ -10,7 +10,13 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
-from sparktrail.pag.chunk_cp import chunk_cp, one_window_cp, trace_extent
+from sparktrail.pag.chunk_cp import (
+    chunk_cp,
+    cp_of_touching,
+    one_window_cp,
+    touching_rows,
+    trace_extent,
+)
 from sparktrail.pag.participation import check_window, critical_participation
 from sparktrail.pag.schemas import CP_INPUT_COLUMNS
 from sparktrail.pag.snapshot import trace_origin
@@ -20,6 +26,7 @@ from sparktrail.pag.trace import (
     TraceLike,
     load_trace,
     release_mapped_pages,
+    trace_slices,
 )
 from sparktrail.pag.windows import (
     MIN_STRETCH,
@@ -51,8 +58,6 @@ CHUNK_ROWS = 1_000_000
 #: The window length that asks for a window per streaming micro-batch
 #: (``--window batch``), wherever a window length is taken.
 MICRO_BATCHES = "batch"
-#: Rows read at a time when the trace is bucketed by batch.
-_SLICE_ROWS = 10_000_000
 #: Column holding a candidate row's row in the whole trace.
 _ROW = "_sparktrail_trace_row"
 #: ``progress(batches_done, batches)`` after each batch.
@@ -127,6 +132,28 @@ def summarize(
     valid = load_trace(trace)
     if origin is None:
         origin = trace_origin(valid.frame, window)
+    # Handed over without a reference kept here: the finish drops the
+    # per-task CP partial once the task facts have their shares (~66 MB
+    # at 3.3·10^6 tasks).
+    return summaries_from_partials(
+        _run_partials(valid, window, origin, chunk_rows, min_stretch, progress),
+        valid,
+        window,
+        origin_ns,
+        options,
+    )
+
+
+def _run_partials(
+    valid: Trace,
+    window: int,
+    origin: int,
+    chunk_rows: int,
+    min_stretch: int,
+    progress: Progress | None,
+) -> Partials:
+    """The partials of every window of ``valid`` (:func:`summarize`'s
+    batches), with the pathless windows warned of at its caller's caller."""
     parts = []
     for cp, span, done, total in cp_chunks(
         valid.frame, window, origin, chunk_rows=chunk_rows, min_stretch=min_stretch
@@ -140,8 +167,8 @@ def summarize(
     else:
         partials = Partials.of(critical_participation(valid, window, origin))
     del parts
-    warn_pathless(partials.windows, stacklevel=2)
-    return summaries_from_partials(partials, valid, window, origin_ns, options)
+    warn_pathless(partials.windows, stacklevel=3)
+    return partials
 
 
 def cp_chunks(
@@ -200,10 +227,16 @@ def cp_chunks(
             # whole trace per batch would make the run quadratic in rows.
             mine = rows_of(done - 1)
             candidates = frame[mine].with_columns(pl.Series(_ROW, mine, pl.Int64))
-            cp, rows = chunk_cp(
-                candidates, length, start, ts, te, extent, row_column=_ROW
-            )
+            del mine
+            # The file's pages the gather read (~110 MB) are not read again
+            # in this batch: not resident while its CP is computed.
+            release_mapped_pages()
+            # chunk_cp in its two steps: the candidates (a copy of ~10^6
+            # rows' columns) go before the CP is computed from the rows
+            # touching the batch.
+            rows = touching_rows(candidates, ts, te, row_column=_ROW)
             del candidates
+            cp, rows = cp_of_touching(rows, length, start, ts, te, extent)
             cp = cp.drop(_ROW, strict=False)
         # edge_index of the whole trace: the hints name driver rows by it.
         cp = to_trace_rows(cp, rows)
@@ -212,6 +245,9 @@ def cp_chunks(
         # memory follows a batch, not the trace).
         release_mapped_pages()
         yield cp, span or 1, done, len(batches)
+        # The caller has its partials: this batch's CP rows are not kept
+        # beside the next batch's candidates and CP.
+        del cp
 
 
 def window_chunks(
@@ -236,7 +272,16 @@ def window_chunks(
     # batch, but is harmless in it).
     lo, hi = coarse_range(window_ns, origin_ns)
     k = lo.alias("k")
-    counts = trace.select(k).to_series().value_counts(sort=False).sort("k")
+    # A slice at a time: the whole trace's window indices and their hash
+    # table took ~190 MB at 10^7 rows.
+    parts = [
+        part.select(k).to_series().value_counts(sort=False)
+        for _, part in trace_slices(trace)
+    ]
+    counts = parts[0] if len(parts) == 1 else pl.concat(parts)
+    if len(parts) > 1:
+        counts = counts.group_by("k").agg(pl.col("count").sum())
+    counts = counts.sort("k")
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // chunk_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
@@ -337,9 +382,10 @@ def chunk_candidates(
     firsts = np.array([(b[0] - origin_ns) // window_ns for b in batches])
     first_batch = np.empty(trace.height, dtype=np.int32)
     spans: list[np.ndarray] = []
-    # In slices: the window indices of 10^8 rows would take 1.6 GB at once.
-    for start in range(0, trace.height, _SLICE_ROWS):
-        k = trace.slice(start, _SLICE_ROWS).select(lo, hi)
+    # In slices (:func:`~sparktrail.pag.trace.trace_slices`, pages released
+    # after each): the window indices of 10^7 rows took ~500 MB at once.
+    for start, part in trace_slices(trace):
+        k = part.select(lo, hi)
         a = np.searchsorted(firsts, k["lo"].to_numpy(), side="right") - 1
         b = np.searchsorted(firsts, k["hi"].to_numpy(), side="right") - 1
         first_batch[start : start + len(a)] = a

@@ -8,6 +8,7 @@ finish them here, so every engine runs the same summary transforms.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import polars as pl
 
@@ -159,6 +160,9 @@ def summaries_from_partials(
     # summary and the hints (millions of rows in a long trace).
     facts = task_facts(valid) if facts is None else facts
     tasks = task_shares(facts, partials.tasks, n)
+    # The per-task CP partial is in ``tasks`` now: it goes (~66 MB at
+    # 3.3·10^6 tasks) unless the caller keeps ``partials``; no rule reads it.
+    partials = replace(partials, tasks=partials.tasks.clear())
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)

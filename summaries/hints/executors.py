@@ -93,20 +93,34 @@ def _first_waves(tasks: pl.DataFrame) -> pl.Expr:
 COLD_SHARE = 0.5
 
 
-def _cold(tasks: pl.DataFrame) -> pl.Expr:
+def _cold(tasks: pl.DataFrame) -> pl.Series:
     """Tasks that carry their executor's start-up, not its speed: its first
     wave, and the tasks of its first stage that spent most of their time
     before running (a new executor deserializing its first task binaries
-    and broadcasts: churn of dynamic allocation)."""
-    cold = _first_waves(tasks)
+    and broadcasts: churn of dynamic allocation). A mask of ``tasks``' rows,
+    its two parts computed one after the other: each window expression over
+    3.3·10^6 attempts takes ~90 MB while it runs."""
+    cold = tasks.select(_first_waves(tasks)).to_series()
     if "overhead_ns" not in tasks.columns:
         return cold
-    first_stage = (
-        pl.col("stage_id").sort_by("launch_ns", "stage_id").first().over("executor")
-    )
+    if tasks["launch_ns"].null_count() or tasks["stage_id"].null_count():
+        first_stage = (
+            pl.col("stage_id").sort_by("launch_ns", "stage_id").first().over("executor")
+        )
+    else:
+        # The same stage without sorting each executor's attempts (~200
+        # against ~90 MB at 3.3·10^6 tasks): the least stage id among its
+        # earliest launches, which is what sorts first when neither is null.
+        earliest = pl.col("launch_ns") == pl.col("launch_ns").min()
+        first_stage = pl.col("stage_id").filter(earliest).min().over("executor")
     overhead = pl.col("overhead_ns").fill_null(0)
     before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
-    return cold | ((pl.col("stage_id") == first_stage) & before_run)
+    first = (pl.col("stage_id") == first_stage) & before_run
+    return cold | tasks.select(first).to_series()
+
+
+#: Attempts whose executor names are coded at a time (:func:`_slowdowns`).
+_CODE_ROWS = 500_000
 
 
 def _slowdowns(
@@ -126,25 +140,33 @@ def _slowdowns(
     tasks = tasks.select(
         *wanted, *(["overhead_ns"] if "overhead_ns" in tasks.columns else [])
     )
-    done = (
-        tasks.filter(
-            pl.col("executor").is_not_null()
-            & pl.col("stage_id").is_not_null()
-            & (pl.col("status").is_null() | (pl.col("status") == "success"))
-        )
-        .filter(~_cold(tasks))
-        .select("stage_id", "executor", "duration_ns")
+    settled = tasks.filter(
+        pl.col("executor").is_not_null()
+        & pl.col("stage_id").is_not_null()
+        & (pl.col("status").is_null() | (pl.col("status") == "success"))
     )
+    # Of the warm ones, only the three columns read on are filtered.
+    done = settled.select("stage_id", "executor", "duration_ns").filter(~_cold(settled))
+    del settled
     if done.is_empty():
         return {}
     # The others' medians in numpy, over executor codes: a polars filter
     # per (stage, executor) was a query each (~0.2 ms).
     names = [str(n) for n in done["executor"].unique().to_list()]
-    codes = done["executor"].replace_strict(
-        names, list(range(len(names))), return_dtype=pl.Int64
+    # A slice at a time: replacing 3.3·10^6 names at once took ~130 MB.
+    executors = done["executor"]
+    codes = pl.concat(
+        [
+            executors.slice(at, _CODE_ROWS).replace_strict(
+                names, list(range(len(names))), return_dtype=pl.Int64
+            )
+            for at in range(0, max(1, len(executors)), _CODE_ROWS)
+        ]
     )
+    del executors
     code, stage_of = codes.to_numpy(), done["stage_id"].to_numpy()
     durations = done["duration_ns"].to_numpy()
+    del done  # in numpy now: its executor names alone are 53 MB at 3.3·10^6 tasks
     own = _own_medians(stage_of, code, durations, names)
     host_of = np.array([(hosts or {}).get(n) or f"?{n}" for n in names])[code]
     ratios: dict[str, list[float]] = {}
