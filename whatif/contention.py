@@ -249,7 +249,6 @@ def _tasks_of_executor(frame: pl.DataFrame, executor: str | None) -> pl.DataFram
                 pl.col("end_ns").max().alias("finish_ns"),
                 pl.col("executor_cpu_ns").drop_nulls().first().alias("cpu"),
                 pl.col("executor_run_ns").drop_nulls().first().alias("run"),
-                pl.col("src_worker").filter(local).unique().alias("slot_names"),
             )
         ),
     )
@@ -259,5 +258,13 @@ def _tasks_of_executor(frame: pl.DataFrame, executor: str | None) -> pl.DataFram
         pl.col("cpu").drop_nulls().first(),
         pl.col("run").drop_nulls().first(),
     )
-    slots = rows["slot_names"].explode().drop_nulls().n_unique()
+    # Its slots apart: a list of slot names per task would cost millions of
+    # lists on a long trace.
+    names = collect_slices(
+        frame,
+        lambda _, part: (
+            part.lazy().filter(of_executor & local).select("src_worker").unique()
+        ),
+    )
+    slots = names["src_worker"].n_unique()
     return tasks.with_columns(pl.lit(slots).alias("slots"))
