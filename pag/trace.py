@@ -222,8 +222,11 @@ def validate_trace(
     """
     df = _coerce_columns(df, path)
     _check_not_null(df, path)
-    _check_activities(df, path)
-    _check_local_durations(df, path)
+    # A slice at a time: the checks read the activity and time columns of
+    # every row, whose mapped pages would all stay resident (DESIGN §10).
+    for at, part in trace_slices(df):
+        _check_activities(part, path, at)
+        _check_local_durations(part, path, at)
     return df
 
 
@@ -275,11 +278,14 @@ def _check_not_null(df: pl.DataFrame, path: str | os.PathLike[str] | None) -> No
             )
 
 
-def _check_activities(df: pl.DataFrame, path: str | os.PathLike[str] | None) -> None:
+def _check_activities(
+    df: pl.DataFrame, path: str | os.PathLike[str] | None, at: int = 0
+) -> None:
+    """``df`` holds rows ``at`` on of the trace (rows are named by that)."""
     unknown = ~df["activity"].is_in(ACTIVITIES)
     if unknown.any():
-        row = _first_bad_row(unknown)
-        value = df["activity"][row]
+        local = _first_bad_row(unknown)
+        value, row = df["activity"][local], at + local
         raise TraceError(
             f"column 'activity' has unknown value {value!r} at row {row} "
             f"(expected one of {', '.join(ACTIVITIES)})",
@@ -290,8 +296,9 @@ def _check_activities(df: pl.DataFrame, path: str | os.PathLike[str] | None) -> 
 
 
 def _check_local_durations(
-    df: pl.DataFrame, path: str | os.PathLike[str] | None
+    df: pl.DataFrame, path: str | os.PathLike[str] | None, at: int = 0
 ) -> None:
+    """As :func:`_check_activities`."""
     # Times first: the workers (strings) are compared only where a row ends
     # before it starts, which a message may, and a file rarely has.
     earlier = df["end_ns"] < df["start_ns"]
@@ -299,8 +306,9 @@ def _check_local_durations(
         return
     backwards = earlier & (df["src_worker"] == df["dst_worker"])
     if backwards.any():
-        row = _first_bad_row(backwards)
-        start, end = df["start_ns"][row], df["end_ns"][row]
+        local = _first_bad_row(backwards)
+        start, end = df["start_ns"][local], df["end_ns"][local]
+        row = at + local
         raise TraceError(
             f"column 'end_ns' is {end} < start_ns {start} at row {row} "
             "(a local activity cannot end before it starts)",
@@ -602,7 +610,7 @@ def _read_source(
         # Damaged bytes can still parse: bad offsets, names or metadata
         # that are not UTF-8 would crash polars.
         _check_utf8(table.schema, path)
-        table.validate(full=True)
+        _validate_batches(table)
     except (pa.ArrowException, OSError) as err:
         raise TraceError(f"not an Arrow IPC trace file ({err})", path=path) from err
     _check_schema_version(table.schema, path)
@@ -622,6 +630,20 @@ def _read_source(
         ) from err
     assert isinstance(frame, pl.DataFrame)  # from_arrow of a Table
     return validate_trace(frame, path)
+
+
+def _validate_batches(table: pa.Table) -> None:
+    """Arrow's full validation of ``table``, a record batch at a time, the
+    file's pages released every :data:`SLICE_ROWS` rows: validating reads
+    every byte, which would all stay resident (DESIGN §10)."""
+    table.validate()  # the structure; each batch's data below
+    since = 0
+    for batch in table.to_batches():
+        batch.validate(full=True)
+        since += batch.num_rows
+        if since >= SLICE_ROWS:
+            release_mapped_pages()
+            since = 0
 
 
 def _check_utf8(schema: pa.Schema, path: str | os.PathLike[str] | None) -> None:

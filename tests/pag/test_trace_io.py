@@ -361,3 +361,26 @@ def test_no_batches_write_an_empty_trace(tmp_path):
     frame = read_trace(path)
     assert frame.height == 0
     assert frame.columns == list(TRACE_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "words"),
+    [("activity", "napping", ("napping",)), ("end_ns", -1, ("-1 < start_ns",))],
+)
+def test_a_bad_row_past_the_first_slice_is_named_by_its_own_row(
+    tmp_path, column, value, words
+):
+    # GIVEN a file longer than one validation slice (the checks read it a
+    # slice at a time) whose row 1,000,002 is bad
+    rows = 1_000_005
+    table = sample(rows).with_columns(
+        pl.when(pl.int_range(rows) == 1_000_002)
+        .then(pl.lit(value))
+        .otherwise(pl.col(column))
+        .alias(column)
+    )
+    path = write_raw(table.to_arrow(), tmp_path / "t.arrow")
+    # WHEN it is read  THEN the error names that row, not its place in a slice
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert_trace_error(err, path, column, None, *words, "row 1000002")
