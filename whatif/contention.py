@@ -45,7 +45,8 @@ Assumptions
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,7 @@ __all__ = [
     "MIN_BUSY_TASKS",
     "measured_split",
     "split_slowdown",
+    "split_slowdowns",
     "time_beside_others",
 ]
 
@@ -139,31 +141,84 @@ def split_slowdown(trace: TraceLike, task_id: int, k: int = 2) -> float:
     >>> split_slowdown(t.with_columns(dst_worker="src_worker"), 0)
     1.0
     """
+    return split_slowdowns(trace, [task_id], k)[task_id]
+
+
+def split_slowdowns(
+    trace: TraceLike, task_ids: Iterable[int], k: int = 2
+) -> dict[int, float]:
+    """:func:`split_slowdown` of each of ``task_ids``, reading each of their
+    executors' tasks once (two passes over the trace per executor, one to
+    find them).
+
+    >>> ms = 1_000_000
+    >>> t = pl.DataFrame({"src_worker": ["exec-1/0", "exec-1/0", "exec-1/1"],
+    ...     "dst_worker": ["exec-1/0", "exec-1/0", "exec-1/1"],
+    ...     "start_ns": [0, 100 * ms, 100 * ms], "end_ns": [100 * ms, 200 * ms,
+    ...     200 * ms], "activity": ["processing"] * 3, "task_id": [0, 1, 2],
+    ...     "executor_id": ["1"] * 3, "executor_run_ns": [100 * ms] * 3,
+    ...     "executor_cpu_ns": [90 * ms, 60 * ms, 60 * ms]})
+    >>> split_slowdowns(t, [0, 1])
+    {0: 1.5, 1: 1.0}
+    """
     frame = load_trace(trace).frame
+    wanted = sorted(set(task_ids))
     if any(c not in frame.columns for c in _COLUMNS):
-        return 1.0
-    tasks = _tasks_of_executor(frame, _executor_of(frame, task_id))
-    launch = tasks["launch_ns"].to_numpy()
-    finish = tasks["finish_ns"].to_numpy()
-    span = np.maximum(finish - launch, 1)
-    beside = time_beside_others(launch, finish) / span
-    cpu = tasks["cpu"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    run = tasks["run"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    measured = np.isfinite(cpu) & np.isfinite(run) & (run > 0) & (cpu >= 0)
-    me = (tasks["task_id"] == task_id).to_numpy()
-    busy = measured & ~me & (beside >= 0.5)
-    slots = int(tasks["slots"][0])
-    if slots < 2 or not measured[me].any() or busy.sum() < MIN_BUSY_TASKS:
-        return 1.0
-    r_busy = cpu[busy].sum() / run[busy].sum()
-    if r_busy <= 0:
-        return 1.0
-    r_task = cpu[me][0] / run[me][0]
-    if k * r_task <= slots - 1:
-        return 1.0
-    alone = 1.0 - float(beside[me][0])
-    # Three decimals: the CPU times are a noisy measure (BENCHMARKS.md).
-    return round(float(np.clip(1.0 + alone * (r_task / r_busy - 1.0), 1.0, slots)), 3)
+        return dict.fromkeys(wanted, 1.0)
+    executors = _executors_of(frame, wanted)
+    out: dict[int, float] = {}
+    for executor in dict.fromkeys(executors.values()):
+        shares = _Shares.of(_tasks_of_executor(frame, executor))
+        for task_id in wanted:
+            if executors[task_id] == executor:
+                out[task_id] = shares.slowdown(task_id, k)
+    return out
+
+
+@dataclass(frozen=True)
+class _Shares:
+    """One executor's tasks as the model reads them."""
+
+    task_ids: _Array
+    beside: _Array  # the part of each task's time beside another
+    cpu: _Array  # Spark's CPU and run time (NaN: not stated)
+    run: _Array
+    measured: _Array
+    slots: int
+
+    @classmethod
+    def of(cls, tasks: pl.DataFrame) -> _Shares:
+        launch = tasks["launch_ns"].to_numpy()
+        finish = tasks["finish_ns"].to_numpy()
+        span = np.maximum(finish - launch, 1)
+        cpu = tasks["cpu"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        run = tasks["run"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+        return cls(
+            tasks["task_id"].to_numpy(),
+            time_beside_others(launch, finish) / span,
+            cpu,
+            run,
+            np.isfinite(cpu) & np.isfinite(run) & (run > 0) & (cpu >= 0),
+            int(tasks["slots"][0]) if tasks.height else 0,
+        )
+
+    def slowdown(self, task_id: int, k: int) -> float:
+        me = self.task_ids == task_id
+        busy = self.measured & ~me & (self.beside >= 0.5)
+        if self.slots < 2 or not self.measured[me].any():
+            return 1.0
+        if busy.sum() < MIN_BUSY_TASKS:
+            return 1.0
+        r_busy = self.cpu[busy].sum() / self.run[busy].sum()
+        if r_busy <= 0:
+            return 1.0
+        r_task = self.cpu[me][0] / self.run[me][0]
+        if k * r_task <= self.slots - 1:
+            return 1.0
+        alone = 1.0 - float(self.beside[me][0])
+        slowdown = np.clip(1.0 + alone * (r_task / r_busy - 1.0), 1.0, self.slots)
+        # Three decimals: the CPU times are a noisy measure (BENCHMARKS.md).
+        return round(float(slowdown), 3)
 
 
 def measured_split(trace: TraceLike, change: SplitPartition) -> SplitPartition:
@@ -200,30 +255,23 @@ def measured_split(trace: TraceLike, change: SplitPartition) -> SplitPartition:
     return replace(change, slowdown=split_slowdown(trace, int(longest), change.k))
 
 
-def _executor_of(frame: pl.DataFrame, task_id: int) -> str | None:
+def _executors_of(frame: pl.DataFrame, task_ids: list[int]) -> dict[int, str | None]:
+    """The executor of each of ``task_ids`` (None: the trace names none)."""
     found = collect_slices(
         frame,
         lambda _, part: (
             part.lazy()
-            .filter(pl.col("task_id") == task_id)
-            .select(pl.col("executor_id").drop_nulls().first())
+            .filter(pl.col("task_id").is_in(task_ids))
+            .group_by("task_id")
+            .agg(pl.col("executor_id").drop_nulls().first())
         ),
     )
-    if found.is_empty() or found["executor_id"].null_count() == found.height:
-        if found.is_empty() or not _has_task(frame, task_id):
+    found = found.group_by("task_id").agg(pl.col("executor_id").drop_nulls().first())
+    executors = dict(found.iter_rows())
+    for task_id in task_ids:
+        if task_id not in executors:
             raise InputError(f"task {task_id} is not in the trace")
-        return None
-    return found["executor_id"].drop_nulls()[0]  # type: ignore[no-any-return]
-
-
-def _has_task(frame: pl.DataFrame, task_id: int) -> bool:
-    hits = collect_slices(
-        frame,
-        lambda _, part: part.lazy().select(
-            (pl.col("task_id") == task_id).any().alias("hit")
-        ),
-    )
-    return bool(hits["hit"].any())
+    return executors
 
 
 def _tasks_of_executor(frame: pl.DataFrame, executor: str | None) -> pl.DataFrame:

@@ -40,13 +40,16 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
+from sparktrail.pag.trace import Trace
 from sparktrail.whatif.changes import SplitPartition
+from sparktrail.whatif.contention import split_slowdowns
 
 from ..operator import stage_label
 from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .stream_progress import after_first, falling_behind, first_batch_ids
+from .tasks import SPLIT_PIECES
 from .wording import fmt_s
 
 __all__ = [
@@ -150,9 +153,10 @@ def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
 
 
 def _hot_partitions(ctx: Context) -> pl.DataFrame:
-    """``stage_id, partition, skew, duration_ns, median_ns``: each stage's
-    partition with the most records (bytes when records are unknown), where
-    that is ``skew_factor`` x the stage's median."""
+    """``stage_id, partition, task_id, skew, duration_ns, median_ns``: each
+    stage's partition (and its task) with the most records (bytes when
+    records are unknown), where that is ``skew_factor`` x the stage's
+    median."""
     opts = ctx.options
     work = pl.coalesce(pl.col("records"), pl.col("bytes")).cast(pl.Float64)
     # Lazy: only the columns read are filtered, not every fact of millions
@@ -173,6 +177,7 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
             pl.col("_work").median().alias("_median"),
             pl.col("_work").max().alias("_max"),
             pl.col("partition").sort_by("_work").last(),
+            pl.col("task_id").sort_by("_work").last(),
             pl.col("duration_ns").sort_by("_work").last(),
             pl.col("duration_ns").median().alias("median_ns"),
         )
@@ -182,9 +187,22 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
             & (pl.col("_max") >= opts.skew_factor * pl.col("_median"))
         )
         .with_columns((pl.col("_max") / pl.col("_median")).alias("skew"))
-        .select("stage_id", "partition", "skew", "duration_ns", "median_ns")
+        .select("stage_id", "partition", "task_id", "skew", "duration_ns", "median_ns")
         .sort("stage_id"),
         len(ctx.tasks),
+    )
+
+
+def _splits(ctx: Context, found: list[dict[str, Any]]) -> tuple[SplitPartition, ...]:
+    """Each run's hot partition split as the hotspot hint splits one."""
+    slowdowns = split_slowdowns(
+        Trace(ctx.trace, ctx.app), [r["task_id"] for r in found], SPLIT_PIECES
+    )
+    return tuple(
+        SplitPartition(
+            r["stage_id"], r["partition"], SPLIT_PIECES, slowdowns[r["task_id"]]
+        )
+        for r in found
     )
 
 
@@ -264,9 +282,7 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
                 partition=worst["partition"],
                 share_of_ns=busy,
                 share_of="query_batch_time" if busy else "run",
-                change=tuple(
-                    SplitPartition(r["stage_id"], r["partition"], 2) for r in found
-                ),
+                change=_splits(ctx, found),
             )
         )
     return hints

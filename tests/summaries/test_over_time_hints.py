@@ -152,3 +152,51 @@ def test_a_static_hotspot_in_a_streaming_query_is_a_share_of_its_batches() -> No
     assert after["saving_share"].to_list() == pytest.approx(
         (after["predicted_saving_ns"] / (400 * MS)).to_list()
     )
+
+
+def test_a_moving_hotspots_splits_read_spark_cpu_times() -> None:
+    # GIVEN the same runs with Spark's CPU times: each hot task at 90% CPU,
+    # alone for 40 of its 50 ms, the others at 30% beside each other
+    frame = runs([1, 1, 3, 4])
+    span = pl.col("end_ns").max().over("task_id") - pl.col("start_ns").min().over(
+        "task_id"
+    )
+    share = pl.when(pl.col("records").max().over("task_id") == 500).then(0.9)
+    timed = frame.with_columns(
+        pl.lit("1").alias("executor_id"),
+        span.alias("executor_run_ns"),
+        (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
+    )
+
+    def saving(f: pl.DataFrame) -> float:
+        hints = summarize(f, 200 * MS).hints.filter(pl.col("kind") == "moving_hotspot")
+        return float(hints["predicted_saving_ns"][0])
+
+    # WHEN the hints are computed  THEN on six slots each run's halves leave
+    # cores free (2 x 0.9 <= 5): the same saving as without CPU times
+    assert saving(timed) == saving(frame)
+    # AND on two slots, where each hot task ran alone for 10 of its 50 ms
+    # and four cold ones (30%) ran beside it, the halves are slowed (1.4x):
+    # less is saved than without CPU times
+    t = Trace()
+    for stage, hot in enumerate([1, 1, 3, 4]):
+        for p in range(5):
+            is_hot = p == hot
+            cold_before = sum(1 for q in range(p) if q != hot)
+            t.task(
+                "exec-1/0" if is_hot else "exec-1/1",
+                stage * 50.0 + (0 if is_hot else 10 * cold_before),
+                [("processing", 50 if is_hot else 10)],
+                stage=stage,
+                job=stage,
+                partition=p,
+                records=500 if is_hot else 50,
+                name="join at App.scala:20",
+            )
+    two = t.frame()
+    two_timed = two.with_columns(
+        pl.lit("1").alias("executor_id"),
+        span.alias("executor_run_ns"),
+        (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
+    )
+    assert saving(two_timed) < saving(two)

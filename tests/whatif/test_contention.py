@@ -9,7 +9,11 @@ import pytest
 
 from sparktrail.errors import InputError
 from sparktrail.whatif import SplitPartition, predict
-from sparktrail.whatif.contention import split_slowdown, time_beside_others
+from sparktrail.whatif.contention import (
+    split_slowdown,
+    split_slowdowns,
+    time_beside_others,
+)
 
 MS = 1_000_000
 
@@ -118,3 +122,16 @@ def test_the_replay_runs_the_pieces_slowed() -> None:
 def test_a_slowdown_below_one_is_refused(bad: object) -> None:
     with pytest.raises(InputError, match="slowdown must be a number of at least 1"):
         SplitPartition(0, 2, 2, slowdown=bad)  # type: ignore[arg-type]
+
+
+def test_many_tasks_read_at_once_give_each_its_own_slowdown() -> None:
+    # GIVEN the skewed executor "1" and, beside it, an executor "2" without
+    # CPU times (task ids 10..12)
+    other = _trace([(s, t + 10, a, b, None) for s, t, a, b, _ in SKEWED], "2")
+    trace = pl.concat([_trace(SKEWED), other])
+    # WHEN their slowdowns are read together  THEN each is the one read alone
+    together = split_slowdowns(trace, [2, 0, 12])
+    assert together == {t: split_slowdown(trace, t) for t in (0, 2, 12)}
+    assert together == {0: 1.0, 2: pytest.approx(1.5), 12: 1.0}
+    with pytest.raises(InputError, match="task 99 is not in the trace"):
+        split_slowdowns(trace, [2, 99])
