@@ -18,8 +18,8 @@ For task ``T`` on executor ``E``:
 * ``r_T``, T's CPU share, and ``alone``, the fraction of T's time (launch
   to Spark's finish) in which no other task ran on ``E``;
 * ``r_busy``: the CPU share of E's other tasks that ran beside another
-  task on ``E`` for at least half their time (their CPU time over their
-  run time, summed);
+  task on ``E`` for at least :data:`BESIDE_SHARE` of their time (their
+  CPU time over their run time, summed);
 * the slowdown of T's ``k`` pieces is ``1 + alone * (r_T / r_busy - 1)``,
   at least 1 and at most E's slots (a task alone had at most its
   executor's cores);
@@ -32,8 +32,10 @@ For task ``T`` on executor ``E``:
 
 Assumptions
 -----------
-* The pieces run beside other tasks of ``E`` for the time the whole ran
-  alone; its time beside others already ran at ``r_busy``.
+* The pieces run on ``E``, beside its other tasks, for the time the whole
+  ran alone; its time beside others already ran at ``r_busy``. (On a
+  cluster a piece may land on another executor, whose shares are not
+  read.)
 * ``E``'s tasks beside others are a fair sample of how the pieces will
   run: their work may differ from T's (a first wave's tasks pay the JIT's
   warm-up), which this does not correct for.
@@ -59,6 +61,7 @@ from sparktrail.pag.workers import SLOT_PREFIX
 from .changes import SplitPartition
 
 __all__ = [
+    "BESIDE_SHARE",
     "MIN_BUSY_TASKS",
     "measured_split",
     "split_slowdown",
@@ -69,6 +72,10 @@ __all__ = [
 #: Tasks of the executor that must have run beside another for their CPU
 #: share to stand for the pieces'.
 MIN_BUSY_TASKS = 2
+
+#: The part of its time a task must have run beside another to count as
+#: having shared the cores.
+BESIDE_SHARE = 0.5
 
 #: The trace columns the model reads (the tracer's extra columns).
 _COLUMNS = ("executor_id", "executor_cpu_ns", "executor_run_ns")
@@ -204,7 +211,7 @@ class _Shares:
 
     def slowdown(self, task_id: int, k: int) -> float:
         me = self.task_ids == task_id
-        busy = self.measured & ~me & (self.beside >= 0.5)
+        busy = self.measured & ~me & (self.beside >= BESIDE_SHARE)
         if self.slots < 2 or not self.measured[me].any():
             return 1.0
         if busy.sum() < MIN_BUSY_TASKS:
