@@ -260,8 +260,10 @@ class Replay:
         lag_r = t["lag_release"].to_numpy()
         lag_s = t["lag_slot"].to_numpy()
         if not lags:
-            lag_r = np.zeros_like(lag_r)
-            lag_s = np.zeros_like(lag_s)
+            # Zeroed pages the scheduler only reads: calloc'd, never resident
+            # (``zeros_like`` wrote 2 x 26 MB at 3.3·10^6 tasks).
+            lag_r = np.zeros(lag_r.shape, dtype=lag_r.dtype)
+            lag_s = np.zeros(lag_s.shape, dtype=lag_s.dtype)
         stage = t["stage"].to_numpy()
         segment = t["segment"].to_numpy()
         slots, drop = self.slots, frozenset[int]()
