@@ -727,7 +727,11 @@ class _Plan:
             s_start,
             s_end,
             started,
-            free_at if free_at is not None else np.empty(dur.size, dtype=np.int64),
+            # Written only with fixed launches: else none (26 MB at 3.3·10^6
+            # tasks, which the heap could hand over resident).
+            free_at
+            if free_at is not None
+            else (np.empty(dur.size, dtype=np.int64) if fixed is not None else empty),
             release,
         )
         spans = {
