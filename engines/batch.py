@@ -27,6 +27,7 @@ from sparktrail.pag.trace import (
     load_trace,
     release_mapped_pages,
     trace_slices,
+    trim_heap,
 )
 from sparktrail.pag.windows import (
     MIN_STRETCH,
@@ -167,6 +168,8 @@ def _run_partials(
     else:
         partials = Partials.of(critical_participation(valid, window, origin))
     del parts
+    # What the loop's arrays left in the C heap goes before the finish.
+    trim_heap()
     warn_pathless(partials.windows, stacklevel=3)
     return partials
 

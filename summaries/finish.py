@@ -13,7 +13,7 @@ from dataclasses import replace
 import polars as pl
 
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
+from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages, trim_heap
 from sparktrail.whatif import Replay
 
 from .activity import activity_from_partial
@@ -167,6 +167,7 @@ def summaries_from_partials(
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
     release_mapped_pages()  # each pass over the trace leaves its pages (§10)
+    trim_heap()
     context = Context(
         partials,
         valid.frame,
@@ -185,6 +186,7 @@ def summaries_from_partials(
     # replay's task frame alone is ~280 MB at 3.3·10^6 tasks.
     del context
     release_mapped_pages()
+    trim_heap()  # and the replay's arrays, freed in the C heap
     return Summaries(
         activity=activity,
         activity_by_window=activity_from_partial(

@@ -52,6 +52,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sparktrail.pag.trace import trim_heap
+
 from .capacity import (
     PROPOSED_TIMEOUT_NS,
     busy_rows,
@@ -168,14 +170,22 @@ def _slowdowns(
     durations = done["duration_ns"].to_numpy()
     del done  # in numpy now: its executor names alone are 53 MB at 3.3·10^6 tasks
     own = _own_medians(stage_of, code, durations, names)
-    host_of = np.array([(hosts or {}).get(n) or f"?{n}" for n in names])[code]
+    host_code = host_of = np.zeros(0, dtype=np.int32)
+    if hosts is not None:
+        # Each task's host as a small integer (its executor's host's index
+        # among the distinct ones): the host names themselves were a numpy
+        # string array of 3.3·10^6 x 28 bytes.
+        host_names = [hosts.get(n) or f"?{n}" for n in names]
+        host_index = {h: i for i, h in enumerate(dict.fromkeys(host_names))}
+        host_code = np.array([host_index[h] for h in host_names], dtype=np.int32)
+        host_of = host_code[code]
     ratios: dict[str, list[float]] = {}
     counts: dict[str, list[int]] = {}  # [own tasks, others' tasks]
     for stage, executor, median_own, n in own.rows():
         executor = str(executor)
         peers = (stage_of == stage) & (code != names.index(executor))
         if hosts is not None:
-            peers &= host_of == (hosts.get(executor) or f"?{executor}")
+            peers &= host_of == host_code[names.index(executor)]
         others = durations[peers]
         if len(others) == 0:
             continue
@@ -310,6 +320,9 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     slowdowns = _slowdowns(ctx.tasks, opts.straggler_min_tasks)
     hosts = _hosts(ctx)
     beside_own = _slowdowns(ctx.tasks, opts.straggler_min_tasks, hosts) if hosts else {}
+    # Their numpy copies of the tasks' columns (~60 MiB at 3.3·10^6 tasks)
+    # leave the C heap before the next rule's group-bys.
+    trim_heap()
     has_path = bool(ctx.executor["cp_share"].sum() > 0)
     hints = []
     for ex in rows.iter_rows(named=True):
