@@ -13,18 +13,27 @@ from tests.summaries.builders import MS, Trace
 SLOTS = 6
 
 
-def runs(hot: list[int], *, state: list[int] | None = None) -> pl.DataFrame:
+def runs(
+    hot: list[int], *, state: list[int] | None = None, two_slots: bool = False
+) -> pl.DataFrame:
     """One stage per run of the same join, one after the other: six tasks
     in parallel, partition ``hot[i]`` of run ``i`` with 10x the records and
-    5x the time."""
+    5x the time. ``two_slots``: five tasks, the hot one on slot 0 and the
+    others one after another on slot 1."""
     t = Trace()
     start = 0.0
     for stage, hot_partition in enumerate(hot):
-        for p in range(SLOTS):
+        for p in range(SLOTS - two_slots):
             is_hot = p == hot_partition
+            cold_before = sum(1 for q in range(p) if q != hot_partition)
+            worker, at = (
+                (f"exec-1/{int(not is_hot)}", 0 if is_hot else 10 * cold_before)
+                if two_slots
+                else (f"exec-1/{p}", 0)
+            )
             t.task(
-                f"exec-1/{p}",
-                start,
+                worker,
+                start + at,
                 [("processing", 50 if is_hot else 10)],
                 stage=stage,
                 job=stage,
@@ -162,11 +171,13 @@ def test_a_moving_hotspots_splits_read_spark_cpu_times() -> None:
         "task_id"
     )
     share = pl.when(pl.col("records").max().over("task_id") == 500).then(0.9)
-    timed = frame.with_columns(
-        pl.lit("1").alias("executor_id"),
-        span.alias("executor_run_ns"),
-        (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
-    )
+
+    def with_cpu(f: pl.DataFrame) -> pl.DataFrame:
+        return f.with_columns(
+            pl.lit("1").alias("executor_id"),
+            span.alias("executor_run_ns"),
+            (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
+        )
 
     def saving(f: pl.DataFrame) -> float:
         hints = summarize(f, 200 * MS).hints.filter(pl.col("kind") == "moving_hotspot")
@@ -174,29 +185,9 @@ def test_a_moving_hotspots_splits_read_spark_cpu_times() -> None:
 
     # WHEN the hints are computed  THEN on six slots each run's halves leave
     # cores free (2 x 0.9 <= 5): the same saving as without CPU times
-    assert saving(timed) == saving(frame)
+    assert saving(with_cpu(frame)) == saving(frame)
     # AND on two slots, where each hot task ran alone for 10 of its 50 ms
     # and four cold ones (30%) ran beside it, the halves are slowed (1.4x):
     # less is saved than without CPU times
-    t = Trace()
-    for stage, hot in enumerate([1, 1, 3, 4]):
-        for p in range(5):
-            is_hot = p == hot
-            cold_before = sum(1 for q in range(p) if q != hot)
-            t.task(
-                "exec-1/0" if is_hot else "exec-1/1",
-                stage * 50.0 + (0 if is_hot else 10 * cold_before),
-                [("processing", 50 if is_hot else 10)],
-                stage=stage,
-                job=stage,
-                partition=p,
-                records=500 if is_hot else 50,
-                name="join at App.scala:20",
-            )
-    two = t.frame()
-    two_timed = two.with_columns(
-        pl.lit("1").alias("executor_id"),
-        span.alias("executor_run_ns"),
-        (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
-    )
-    assert saving(two_timed) < saving(two)
+    two = runs([1, 1, 3, 4], two_slots=True)
+    assert saving(with_cpu(two)) < saving(two)
