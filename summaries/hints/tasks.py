@@ -11,7 +11,7 @@ CP share (``task_min_share``) is compared with the stage's medians:
   longest task (tasks run in parallel when slots suffice), so after the
   split ``max(longest other task, hot task / 2 * slowdown)``, the halves
   slowed by sharing the cores the whole had alone
-  (:func:`~sparktrail.whatif.contention.split_slowdown`, 1 without
+  (:func:`~sparktrail.whatif.contention.split_slowdowns`, 1 without
   Spark's CPU times).
 
   - In a join (two or more stages of its job wrote shuffle output), AQE can
@@ -46,7 +46,7 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
-from sparktrail.whatif.contention import split_slowdown
+from sparktrail.whatif.contention import split_slowdowns
 
 from ..operator import stage_label, stage_name
 from .hint import Hint
@@ -215,14 +215,19 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
 
 
 def _hotspot(
-    task: dict[str, Any], ratio: float, durations: list[int], ctx: Context
+    task: dict[str, Any],
+    ratio: float,
+    durations: list[int],
+    slowdown: float,
+    ctx: Context,
 ) -> Hint:
+    """The skew hint of ``task``, whose halves, split, run ``slowdown``
+    times half its time (:func:`~sparktrail.whatif.contention.
+    split_slowdowns`: they share the cores the whole had to itself)."""
     longest = durations[0]
     others = list(durations)
     others.remove(task["duration_ns"])
     second = others[0] if others else 0
-    # Split, the halves share the cores the whole had to itself.
-    slowdown = split_slowdown(Trace(ctx.trace, ctx.app), task["task_id"], SPLIT_PIECES)
     predicted = max(second, task["duration_ns"] / SPLIT_PIECES * slowdown)
     evidence = _base_evidence(task) | {
         "skew_ratio": ratio,
@@ -477,6 +482,10 @@ def task_hints(ctx: Context) -> list[Hint]:
     warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)
     killed = _killed_copies(ctx, tasks["task_id"].to_list())
     hints: list[Hint] = []
+    # Skewed tasks wait for their halves' slowdowns, read together after
+    # the loop (passes over the trace per executor, not per task); each
+    # keeps its place among the hints.
+    hot: list[tuple[int, dict[str, Any], float, list[int]]] = []
     for task in tasks.iter_rows(named=True):
         if task["task_id"] in killed:
             continue
@@ -493,7 +502,7 @@ def task_hints(ctx: Context) -> list[Hint]:
                 pl.col("stage_id") == task["stage_id"]
             )
             durations = sorted(stage["duration_ns"].to_list(), reverse=True)
-            hints.append(_hotspot(task, skew, durations, ctx))
+            hot.append((len(hints), task, skew, durations))
             continue
         if slow is None or slow < opts.straggler_task_factor:
             continue
@@ -504,6 +513,15 @@ def task_hints(ctx: Context) -> list[Hint]:
         if _one_of_many(ctx, task):
             continue
         hints.append(_straggler(task, slow, ctx))
+    if hot:
+        slowdowns = split_slowdowns(
+            Trace(ctx.trace, ctx.app),
+            [t["task_id"] for _, t, _, _ in hot],
+            SPLIT_PIECES,
+        )
+        for at, task, skew, durations in reversed(hot):
+            slowdown = slowdowns[task["task_id"]]
+            hints.insert(at, _hotspot(task, skew, durations, slowdown, ctx))
     return hints
 
 
