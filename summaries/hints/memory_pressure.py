@@ -11,10 +11,10 @@
 * ``spill``: a stage with a CP share of at least ``spill_min_share`` whose
   tasks spilled to disk (``disk_bytes_spilled`` > 0), one of them at least
   on the critical path; one hint per such stage, whose CP share is that of
-  its spilling tasks. When only data-skewed tasks spilled (records or
-  bytes at least ``skew_factor`` x the stage's median, the hotspot rule's
-  test) and not all of the stage's tasks, more partitions would not spread
-  the spill: the action says to fix the skew first instead.
+  its spilling tasks. When only data-skewed tasks spilled (the hotspot
+  rule's test, :func:`~.tasks.skew_of`) and not all of the stage's
+  tasks, more partitions would not spread the spill: the action says to
+  fix the skew first instead.
 
 Both name three remedies (but for a skewed spill, above): more heap per task
 (``spark.executor.memory``, or on a local master ``spark.driver.memory``:
@@ -58,6 +58,7 @@ from ..run_shares import run_share
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled
+from .tasks import skew_medians, skew_of
 from .wording import fmt_mb
 
 __all__ = ["gc_bound", "spill"]
@@ -310,21 +311,14 @@ def gc_bound(ctx: Context) -> list[Hint]:
     ]
 
 
-def _skewed(column: str, factor: float) -> pl.Expr:
-    """A task holds ``factor`` x its stage's median ``column`` (above 0):
-    the data-skew test of the hotspot rule (in a per-stage aggregation)."""
-    median = pl.col(column).median()
-    return ((median > 0) & (pl.col(column) >= factor * median)).fill_null(False)
-
-
 def _spill_stages(ctx: Context) -> pl.DataFrame:
     """Per stage with tasks that spilled to disk: its spill and its tasks."""
     spilled = pl.col("disk_bytes_spilled").fill_null(0) > 0
-    factor = ctx.options.skew_factor
-    skewed = _skewed("records", factor) | _skewed("bytes", factor)
+    skewed = (skew_of() >= ctx.options.skew_factor).fill_null(False)
     return collect(
         ctx.tasks.lazy()
         .filter(pl.col("stage_id").is_not_null())
+        .join(skew_medians(ctx), on="stage_id", how="left")
         .group_by("stage_id")
         .agg(
             pl.len().alias("tasks"),

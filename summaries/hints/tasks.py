@@ -54,7 +54,7 @@ from .inputs import Context
 from .platform import aqe_enabled, can_speculate
 from .wording import fmt_mb, fmt_s
 
-__all__ = ["task_hints"]
+__all__ = ["SPLIT_PIECES", "skew_medians", "skew_of", "task_hints"]
 
 SPECULATION_QUANTILE = 0.75
 MIN_MULTIPLIER, MAX_MULTIPLIER = 1.5, 3.0
@@ -90,8 +90,7 @@ def _critical_with_stage_stats(
             "stage_id",
             pl.col("busy_tasks").alias("stage_tasks"),
             pl.col("median_busy_ns").alias("median_ns"),
-            pl.col("median_busy_records").alias("median_records"),
-            pl.col("median_busy_bytes").alias("median_bytes"),
+            *_SKEW_MEDIANS,
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
     )
@@ -473,7 +472,7 @@ def task_hints(ctx: Context) -> list[Hint]:
     ) & ~_FAILED  # a failed attempt is the failures hint's, not a straggler
     # Only tasks that can fire go through the Python loop below: a window
     # of a busy stage has thousands of critical tasks and a few outliers.
-    outlier = (_skew_of() >= opts.skew_factor) | (
+    outlier = (skew_of() >= opts.skew_factor) | (
         _ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor
     )
     tasks = _critical_with_stage_stats(ctx, opts.min_stage_tasks, critical, outlier)
@@ -552,8 +551,23 @@ STALL_LIKENESS = 0.5
 _FAILED = pl.col("status").is_in(["failed", "killed"]).fill_null(False)
 
 
-def _skew_of() -> pl.Expr:
-    """A task's records over its stage's median, else its bytes'."""
+#: The stage medians a task's skew is measured against: of its busy tasks.
+_SKEW_MEDIANS = (
+    pl.col("median_busy_records").alias("median_records"),
+    pl.col("median_busy_bytes").alias("median_bytes"),
+)
+
+
+def skew_medians(ctx: Context) -> pl.LazyFrame:
+    """``stage_id, median_records, median_bytes``: what :func:`skew_of`
+    reads of a task's stage, to be joined to the tasks."""
+    return ctx.stage_facts.lazy().select("stage_id", *_SKEW_MEDIANS)
+
+
+def skew_of() -> pl.Expr:
+    """A task's records over its stage's median, else its bytes' (null
+    where neither is a measure): the data-skew test of the hotspot rules,
+    against ``skew_factor``, beside :func:`skew_medians`."""
     return pl.coalesce(
         _ratio_of("records", "median_records"), _ratio_of("bytes", "median_bytes")
     )
