@@ -107,6 +107,20 @@ class Trace:
         return pl.DataFrame(self.rows, schema=SCHEMA)
 
 
+def with_cpu_shares(frame: pl.DataFrame, share: pl.Expr) -> pl.DataFrame:
+    """``frame``'s tasks on executor "1" with Spark's run time (each task's
+    span, launch to finish) and CPU time (``share`` of it, an expression
+    over the task's rows), as the tracer's task columns hold them."""
+    span = pl.col("end_ns").max().over("task_id") - pl.col("start_ns").min().over(
+        "task_id"
+    )
+    return frame.with_columns(
+        pl.lit("1").alias("executor_id"),
+        span.alias("executor_run_ns"),
+        (span * share).cast(pl.Int64).alias("executor_cpu_ns"),
+    )
+
+
 def balanced(n_executors: int = 2, slots: int = 2, ms: float = 100) -> pl.DataFrame:
     """Every slot of every executor runs one equal task for the whole window."""
     t = Trace()

@@ -10,7 +10,13 @@ import pytest
 
 from sparktrail.engines import summarize
 from sparktrail.summaries import HINT_SCHEMA, HintOptions
-from tests.summaries.builders import MS, Trace, balanced, shuffle_join
+from tests.summaries.builders import (
+    MS,
+    Trace,
+    balanced,
+    shuffle_join,
+    with_cpu_shares,
+)
 
 #: These runs last milliseconds: no floor on a hint's absolute saving, nor
 #: on how far a straggler runs over its stage's median.
@@ -188,15 +194,8 @@ def test_join_skew_halves_are_slowed_as_spark_cpu_times_show():
     hot = t.task("exec-1/0", 5, [("processing", 100)], stage=2, records=1000)
     for start in (5, 15, 25):
         t.task("exec-1/1", start, [("processing", 10)], stage=2, records=100)
-    span = pl.col("end_ns").max().over("task_id") - pl.col("start_ns").min().over(
-        "task_id"
-    )
     share = pl.when(pl.col("task_id") == hot).then(0.9).otherwise(0.6)
-    frame = t.frame().with_columns(
-        pl.lit("1").alias("executor_id"),
-        span.alias("executor_run_ns"),
-        (span * share).cast(pl.Int64).alias("executor_cpu_ns"),
-    )
+    frame = with_cpu_shares(t.frame(), share)
     # WHEN hints are computed
     row, ev = only(hints(frame, 105), "hotspot")
     # THEN each half is predicted at 1 + 0.7 x (0.9 / 0.6 - 1) = 1.35 x

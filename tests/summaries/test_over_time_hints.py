@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from sparktrail import summarize
-from tests.summaries.builders import MS, Trace
+from tests.summaries.builders import MS, Trace, with_cpu_shares
 
 SLOTS = 6
 
@@ -167,17 +167,10 @@ def test_a_moving_hotspots_splits_read_spark_cpu_times() -> None:
     # GIVEN the same runs with Spark's CPU times: each hot task at 90% CPU,
     # alone for 40 of its 50 ms, the others at 30% beside each other
     frame = runs([1, 1, 3, 4])
-    span = pl.col("end_ns").max().over("task_id") - pl.col("start_ns").min().over(
-        "task_id"
-    )
     share = pl.when(pl.col("records").max().over("task_id") == 500).then(0.9)
 
     def with_cpu(f: pl.DataFrame) -> pl.DataFrame:
-        return f.with_columns(
-            pl.lit("1").alias("executor_id"),
-            span.alias("executor_run_ns"),
-            (span * share.otherwise(0.3)).cast(pl.Int64).alias("executor_cpu_ns"),
-        )
+        return with_cpu_shares(f, share.otherwise(0.3))
 
     def saving(f: pl.DataFrame) -> float:
         hints = summarize(f, 200 * MS).hints.filter(pl.col("kind") == "moving_hotspot")
