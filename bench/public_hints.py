@@ -11,7 +11,8 @@ A hint is nonsense on its face (issue 11) when it
 
 Usage::
 
-    .venv/bin/python -m bench.public_hints [--root ../shared/eventlogs/public]
+    .venv/bin/python -m bench.public_hints [--root ../shared/eventlogs/public] \
+        [--dump HINTS.json]
 
 prints one line per log (hints shown, hints kept as info, nonsense) and the
 totals. :func:`event_logs` and :func:`nonsense` are what
@@ -113,7 +114,14 @@ def profile_log(path: Path) -> tuple[pl.DataFrame, AppContext]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        help="also write every hint of every log, every column, as JSON here "
+        "(to compare two versions' hints: run each from its own checkout)",
+    )
     args = parser.parse_args(argv)
+    dumped: dict[str, list[dict[str, Any]]] = {}
     shown_total = info_total = bad_total = failed = 0
     kinds: Counter[str] = Counter()
     logs = event_logs(args.root)
@@ -127,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: FAILED {type(err).__name__}: {str(err)[:100]}")
             continue
         rows = hints.to_dicts()
+        dumped[name] = rows
         shown = [h for h in rows if h["severity"] != "info"]
         bad = {h["kind"]: nonsense(h, app) for h in rows if nonsense(h, app)}
         kinds.update(h["kind"] for h in shown)
@@ -147,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         f"info, {bad_total} nonsense; shown by kind: "
         + json.dumps(dict(kinds.most_common()))
     )
+    if args.dump is not None:
+        args.dump.write_text(json.dumps(dumped, indent=1, sort_keys=True, default=str))
     return 1 if bad_total or failed else 0
 
 
