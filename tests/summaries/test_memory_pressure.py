@@ -30,12 +30,17 @@ def of_kind(
     return [(row, json.loads(row["evidence"])) for row in rows]
 
 
-def gc_heavy(gc_ms: float, executor: str = "1") -> pl.DataFrame:
-    """Stage 0: two slots, each one 100 ms task of which ``gc_ms`` is GC."""
+def gc_heavy(gc_ms: float, executor: str = "1", task_ms: float = 100) -> pl.DataFrame:
+    """Stage 0 on two slots, each running tasks of ``task_ms`` of which
+    ``gc_ms`` per 100 ms is GC, for 100 ms."""
     t = Trace()
     for s in (0, 1):
-        pieces = [("processing", 100 - gc_ms), ("gc", gc_ms)]
-        t.task(f"exec-{executor}/{s}", 0, pieces, stage=0)
+        at = 0.0
+        while at < 100:
+            gc = gc_ms * task_ms / 100
+            pieces = [("processing", task_ms - gc), ("gc", gc)]
+            t.task(f"exec-{executor}/{s}", at, pieces, stage=0)
+            at += task_ms
     return t.frame()
 
 
@@ -62,6 +67,17 @@ def test_gc_bound_fires_when_gc_holds_the_path():
     assert "spark.memory.fraction from 0.6 to 0.5" in action
     assert "spark.sql.shuffle.partitions=4" in action
     assert "40%" in action and "40 ms" in action
+
+
+def test_gc_bound_does_not_split_tasks_already_under_the_target_time():
+    # GIVEN the same 40% GC in tasks of 10 ms (under the 100 ms target)
+    ((row, ev),) = of_kind(hints(gc_heavy(40, task_ms=10)), "gc_bound")
+    # WHEN hints are computed  THEN gc_bound still names the heap and the
+    # fraction, but does not ask for more, smaller tasks
+    assert ev["stages"][0]["tasks"] == 20
+    assert "spark.executor.memory" in row["action"]
+    assert "smaller tasks" not in row["action"]
+    assert "spark.sql.shuffle.partitions" not in row["action"]
 
 
 def test_gc_bound_on_a_local_master_asks_for_driver_memory():
