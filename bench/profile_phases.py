@@ -12,7 +12,7 @@ callers' time too). Run (from the repository root)::
 
 (BENCHMARKS.md, "Where the peak of a 10^7-row profile comes from"). The
 phases are module functions looked up by name: one that is gone is skipped
-with a note.
+with a note. Each hint rule is a phase of its own too.
 """
 
 from __future__ import annotations
@@ -89,6 +89,16 @@ class Phases:
         return wrapped
 
 
+def _wrap_rules(phases: Phases) -> None:
+    """Each hint rule of ``RULES`` (and the hints' finish) a phase of its own,
+    inside "hint rules"."""
+    hints: Any = importlib.import_module("sparktrail.summaries.hints")
+    hints.RULES = tuple(
+        phases.wrap(rule, f"rule {rule.__name__}") for rule in hints.RULES
+    )
+    hints.finish_hints = phases.wrap(hints.finish_hints, "finish_hints")
+
+
 def main(argv: list[str]) -> int:
     """Profile with the phases wrapped; print their peaks."""
     phases = Phases()
@@ -110,6 +120,7 @@ def main(argv: list[str]) -> int:
             continue
         wrapped = phases.wrap(function, phase)
         setattr(owner, name, staticmethod(wrapped) if path else wrapped)
+    _wrap_rules(phases)
     from sparktrail.cli import main as cli
 
     code = cli(["profile", *argv])

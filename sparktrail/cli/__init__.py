@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 
 from sparktrail.errors import InputError, SparktrailError
-from sparktrail.pag.memory import retain_freed_memory
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_ENVIRONMENT", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -46,6 +46,32 @@ SUBCOMMANDS = {
 #: the next window. One-shot commands do not, as the kept memory would add
 #: to their peak (1.4 GiB more for a 10^7-row ``profile``).
 WINDOW_LOOPS = frozenset({"live", "serve", "demo"})
+
+
+#: polars' allocator (jemalloc) setting for one-shot commands, added to the
+#: one polars sets on import (freed pages purged after 0.5 s): purged pages
+#: go back to the kernel at once, not after a second of "muzzy" state in
+#: which they still count in RSS. A 10^7-row ``profile`` peaked 30-80 MiB
+#: lower at the same speed (BENCHMARKS.md, issue 25).
+ONE_SHOT_ALLOCATOR = "muzzy_decay_ms:0"
+
+
+def configure_allocator(argv: Sequence[str]) -> bool:
+    """Set :data:`ONE_SHOT_ALLOCATOR` for a one-shot command ``argv``;
+    return whether it applies.
+
+    jemalloc reads its setting once, when polars is imported: only before
+    that, and never over the user's own ``_RJEM_MALLOC_CONF``. Window loops
+    keep their freed memory (:data:`WINDOW_LOOPS`).
+
+    >>> configure_allocator(["live", "app.jar"])
+    False
+    """
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in WINDOW_LOOPS or "polars" in sys.modules:
+        return False
+    os.environ.setdefault("_RJEM_MALLOC_CONF", ONE_SHOT_ALLOCATOR)
+    return os.environ["_RJEM_MALLOC_CONF"] == ONE_SHOT_ALLOCATOR
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,6 +107,8 @@ def one_line_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    # Before the subcommands import polars.
+    configure_allocator(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -97,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command in WINDOW_LOOPS:
+        # Imported here: sparktrail.pag imports polars.
+        from sparktrail.pag.memory import retain_freed_memory
+
         retain_freed_memory()
     try:
         code: int = args.run(args)
