@@ -51,7 +51,7 @@ WINDOW_LOOPS = frozenset({"live", "serve", "demo"})
 #: polars' allocator (jemalloc) setting for one-shot commands, added to the
 #: one polars sets on import (freed pages purged after 0.5 s): purged pages
 #: go back to the kernel at once, not after a second of "muzzy" state in
-#: which they still count in RSS. A 10^7-row ``profile`` peaked 30-80 MiB
+#: which they still count in RSS. A 10^7-row ``profile`` peaked about 80 MiB
 #: lower at the same speed (BENCHMARKS.md, issue 25).
 ONE_SHOT_ALLOCATOR = "muzzy_decay_ms:0"
 
