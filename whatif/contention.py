@@ -242,36 +242,27 @@ def measured_split(trace: TraceLike, change: SplitPartition) -> SplitPartition:
     of_partition = (pl.col("stage_id") == change.stage_id) & (
         pl.col("partition") == change.partition
     )
-    spans = collect_slices(
+    spans = _per_task(
         frame,
-        lambda _, part: (
-            part.lazy()
-            .filter(of_partition & pl.col("task_id").is_not_null())
-            .group_by("task_id")
-            .agg(pl.col("start_ns").min(), pl.col("end_ns").max())
-        ),
+        part_of=of_partition & pl.col("task_id").is_not_null(),
+        named=(pl.col("start_ns"), pl.col("end_ns")),
+        aggs=(pl.col("start_ns").min(), pl.col("end_ns").max()),
     )
     if spans.is_empty():
         return change  # the replay names what the trace holds instead
-    spans = spans.group_by("task_id").agg(
-        pl.col("start_ns").min(), pl.col("end_ns").max()
-    )
     longest = spans.sort(pl.col("end_ns") - pl.col("start_ns"), "task_id").row(-1)[0]
     return replace(change, slowdown=split_slowdown(trace, int(longest), change.k))
 
 
 def _executors_of(frame: pl.DataFrame, task_ids: list[int]) -> dict[int, str | None]:
     """The executor of each of ``task_ids`` (None: the trace names none)."""
-    found = collect_slices(
+    executor = pl.col("executor_id")
+    found = _per_task(
         frame,
-        lambda _, part: (
-            part.lazy()
-            .filter(pl.col("task_id").is_in(task_ids))
-            .group_by("task_id")
-            .agg(pl.col("executor_id").drop_nulls().first())
-        ),
+        part_of=pl.col("task_id").is_in(task_ids),
+        named=(executor,),
+        aggs=(executor.drop_nulls().first(),),
     )
-    found = found.group_by("task_id").agg(pl.col("executor_id").drop_nulls().first())
     executors = dict(found.iter_rows())
     for task_id in task_ids:
         if task_id not in executors:
@@ -291,25 +282,21 @@ def _tasks_of_executor(frame: pl.DataFrame, executor: str | None) -> pl.DataFram
     local = (pl.col("src_worker") == pl.col("dst_worker")) & pl.col(
         "src_worker"
     ).str.starts_with(SLOT_PREFIX)
-    rows = collect_slices(
+    tasks = _per_task(
         frame,
-        lambda _, part: (
-            part.lazy()
-            .filter(of_executor)
-            .group_by("task_id")
-            .agg(
-                pl.col("start_ns").min().alias("launch_ns"),
-                pl.col("end_ns").max().alias("finish_ns"),
-                pl.col("executor_cpu_ns").drop_nulls().first().alias("cpu"),
-                pl.col("executor_run_ns").drop_nulls().first().alias("run"),
-            )
+        part_of=of_executor,
+        named=(
+            pl.col("start_ns").alias("launch_ns"),
+            pl.col("end_ns").alias("finish_ns"),
+            pl.col("executor_cpu_ns").alias("cpu"),
+            pl.col("executor_run_ns").alias("run"),
         ),
-    )
-    tasks = rows.group_by("task_id").agg(
-        pl.col("launch_ns").min(),
-        pl.col("finish_ns").max(),
-        pl.col("cpu").drop_nulls().first(),
-        pl.col("run").drop_nulls().first(),
+        aggs=(
+            pl.col("launch_ns").min(),
+            pl.col("finish_ns").max(),
+            pl.col("cpu").drop_nulls().first(),
+            pl.col("run").drop_nulls().first(),
+        ),
     )
     # Its slots apart: a list of slot names per task would cost millions of
     # lists on a long trace.
@@ -321,3 +308,27 @@ def _tasks_of_executor(frame: pl.DataFrame, executor: str | None) -> pl.DataFram
     )
     slots = names["src_worker"].n_unique()
     return tasks.with_columns(pl.lit(slots).alias("slots"))
+
+
+def _per_task(
+    frame: pl.DataFrame,
+    *,
+    part_of: pl.Expr,
+    named: tuple[pl.Expr, ...],
+    aggs: tuple[pl.Expr, ...],
+) -> pl.DataFrame:
+    """``aggs`` of the ``named`` columns of each task's rows where
+    ``part_of`` holds, a slice of the trace at a time: each slice's
+    groups, then those of the slices' results, so ``aggs`` must give the
+    same over partial results (a minimum, a maximum, a first value)."""
+    found = collect_slices(
+        frame,
+        lambda _, part: (
+            part.lazy()
+            .filter(part_of)
+            .select("task_id", *named)
+            .group_by("task_id")
+            .agg(*aggs)
+        ),
+    )
+    return found.group_by("task_id").agg(*aggs)
