@@ -29,11 +29,8 @@ Assumptions
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import mmap
 import os
-import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -70,7 +67,6 @@ __all__ = [
     "trace_file_names",
     "trace_files",
     "trace_slices",
-    "trim_heap",
     "validate_trace",
     "write_trace",
     "write_trace_batches",
@@ -504,31 +500,6 @@ def release_mapped_pages() -> None:
     """
     for mapped in list(_MAPPED):
         _release(mapped)
-
-
-def trim_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc's
-    ``malloc_trim``; nothing where the C library has none).
-
-    numpy's and numba's arrays come from the C heap, and glibc keeps what
-    is freed there: after the chunk loop of a 10^7-row trace ~150 MiB of
-    it stayed resident through the finish (DESIGN §10).
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):  # musl, or no symbols at hand
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim  # type: ignore[no-any-return]
 
 
 #: Trace rows a whole-trace pass reads between two releases of the file's

@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import polars as pl
 
+from sparktrail.pag.memory import trim_heap
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages, trim_heap
+from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
 from sparktrail.whatif import Replay
 
 from .activity import activity_from_partial

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sparktrail.pag.trace import trim_heap
+from sparktrail.pag.memory import trim_heap
 
 from .capacity import (
     PROPOSED_TIMEOUT_NS,
