@@ -39,7 +39,7 @@ from .partitions import over_partitioned_stages
 from .platform import interactive_signs
 from .wording import fmt_s
 
-__all__ = ["driver_bound", "scheduling_bound", "shuffle_bound"]
+__all__ = ["driver_bound", "scheduling_bound", "short_tasks", "shuffle_bound"]
 
 MB = 1 << 20
 #: Broadcast threshold headroom over the smaller side's shuffle bytes.
@@ -59,6 +59,15 @@ def _site(ctx: Context, stage_id: int) -> str:
     return stage_label(stage_id, row["call_site"][0] or row["name"][0])
 
 
+def short_tasks(ctx: Context, stage_id: int) -> bool:
+    """Whether the median task of stage ``stage_id`` runs under
+    ``target_task_ms`` (Spark's tuning guide's ~100 ms; a stage without
+    tasks has none longer): fewer, larger tasks would pay their fixed
+    costs less often, and more, smaller ones would pay them more."""
+    row = ctx.stage_row(stage_id) or {}
+    return float(row.get("median_ns") or 0.0) / 1e6 < ctx.options.target_task_ms
+
+
 def scheduling_bound(ctx: Context) -> list[Hint]:
     """Many short tasks: scheduling and deserialization dominate the path."""
     opts = ctx.options
@@ -68,14 +77,11 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
     stage = _top_stage(ctx, "scheduling", "deserialization")
     if stage is None or stage in {s.stage_id for s in over_partitioned_stages(ctx)}:
         return []  # over_partitioned names that stage, with its numbers
-    # The one column read: a filter of every fact copies millions of rows.
-    tasks = ctx.tasks.select("stage_id", "duration_ns").filter(
-        pl.col("stage_id") == stage
-    )
-    median_ns = float(tasks["duration_ns"].median() or 0.0)  # type: ignore[arg-type]
-    if not len(tasks) or median_ns / 1e6 >= opts.target_task_ms:
+    row = ctx.stage_row(stage)
+    if row is None or not short_tasks(ctx, stage):
         return []
-    now, slots = len(tasks), ctx.total_slots()
+    median_ns = float(row["median_ns"] or 0.0)
+    now, slots = row["tasks"], ctx.total_slots()
     suggested = max(slots, math.ceil(now * median_ns / 1e6 / opts.target_task_ms))
     in_force = ctx.app.setting("spark.sql.shuffle.partitions")
     if suggested >= now or in_force == str(suggested):

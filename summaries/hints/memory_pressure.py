@@ -57,6 +57,7 @@ from sparktrail.pag.query_engine import collect
 
 from ..operator import stage_label
 from ..run_shares import run_share
+from .bound import short_tasks
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled
@@ -258,19 +259,6 @@ def _gc_stages(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
-def _tasks_worth_splitting(ctx: Context, stage_id: int) -> bool:
-    """Whether the stage's median task runs at least ``target_task_ms``.
-
-    Below Spark's guideline, smaller tasks would pay their fixed costs more
-    often for the little heap each frees: a stage of 33 M tasks of 0.05 ms
-    was told to double its partitions while ``over_partitioned`` asked to
-    cut them to 16.
-    """
-    row = ctx.stage_row(stage_id) or {}
-    median_ns = row.get("median_ns") or 0.0
-    return median_ns / 1e6 >= ctx.options.target_task_ms
-
-
 def gc_bound(ctx: Context) -> list[Hint]:
     """GC holds the path: more heap, a lower memory fraction, smaller tasks."""
     opts = ctx.options
@@ -309,7 +297,10 @@ def gc_bound(ctx: Context) -> list[Hint]:
             f"if it caches data, lower spark.memory.fraction from {now:g} to "
             f"{lower:g} (fewer cached blocks leave the heap to task objects)"
         )
-    if _tasks_worth_splitting(ctx, top["stage_id"]):
+    # Not below Spark's guideline: smaller tasks would pay their fixed costs
+    # more often (a stage of 33 M tasks of 0.05 ms was told to double its
+    # partitions while over_partitioned asked to cut them to 16).
+    if not short_tasks(ctx, top["stage_id"]):
         steps.append(_partitions(ctx, top["stage_id"], top["tasks"]))
     action = (
         f"JVM garbage collection is {share:.0%} of the critical path "
