@@ -272,7 +272,7 @@ def executor_stats(
         _with_optional(tasks)
         .lazy()
         .filter(pl.col("executor").is_not_null())
-        .group_by(pl.col("executor").alias("executor_id"))
+        .group_by(pl.col("executor").cast(pl.String).alias("executor_id"))
         .agg(_SPARK_NS.sum().cast(pl.Int64).alias("task_ns"), *_work())
     )
     shares = (

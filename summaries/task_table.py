@@ -418,6 +418,9 @@ def _task_chunk(
             ],
         )
         .drop(*[f"_{c}_seen" for c in stated])
+        # A few dozen names over millions of tasks: 4-byte codes, not
+        # 16-byte string views (~0.8 GB less at 3.3·10^7 tasks).
+        .with_columns(pl.col("worker", "executor").cast(pl.Categorical))
         .sort("task_id")
     )
     return _with_tiled_metrics(tasks) if tiled else tasks

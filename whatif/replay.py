@@ -497,7 +497,7 @@ def _slot_tasks(facts: pl.DataFrame) -> pl.DataFrame:
         tasks = facts.select(TASK_COLUMNS)
     except pl.exceptions.ColumnNotFoundError as err:
         raise InputError(f"task facts without {TASK_COLUMNS}: {err}") from err
-    on_slot = tasks["worker"].str.starts_with(SLOT_PREFIX)
+    on_slot = tasks["worker"].cast(pl.String).str.starts_with(SLOT_PREFIX)
     # Usually every task is: a filter would copy millions of tasks' columns
     # for nothing (the launch-order gather copies them once anyway).
     everyone = on_slot.null_count() == 0 and on_slot.all()
