@@ -38,9 +38,10 @@ PHASES = (
     "operator_from_partial",
     "communication_from_partial",
     "straggler_from_partial",
-    "rebalancing_hints",
     "stage_stats",
     "executor_stats",
+    "rule_hints",
+    "ranked_hints",
 )
 GIB = 2**30
 

@@ -38,10 +38,11 @@ PHASES = (
     ("sparktrail.summaries.finish", "task_facts", "task_facts"),
     ("sparktrail.summaries.finish", "task_shares", "task_shares"),
     ("sparktrail.summaries.finish", "operators_and_stages", "operators_and_stages"),
-    ("sparktrail.summaries.finish", "rebalancing_hints", "hint rules"),
-    ("sparktrail.whatif.replay", "Replay.of", "Replay.of"),
     ("sparktrail.summaries.finish", "stage_stats", "stage_stats"),
     ("sparktrail.summaries.finish", "executor_stats", "executor_stats"),
+    ("sparktrail.summaries.finish", "rule_hints", "hint rules"),
+    ("sparktrail.summaries.finish", "ranked_hints", "ranking"),
+    ("sparktrail.whatif.replay", "Replay.of", "Replay.of"),
     ("sparktrail.engines.profiler", "window_cp", "busiest window's CP"),
     ("sparktrail.cli.profile", "write_report", "write the report"),
 )
@@ -90,8 +91,8 @@ class Phases:
 
 
 def _wrap_rules(phases: Phases) -> None:
-    """Each hint rule of ``RULES`` (and the hints' finish) a phase of its own,
-    inside "hint rules"."""
+    """Each hint rule of ``RULES`` a phase of its own, inside "hint rules",
+    and the hints' finish (its replays) one inside "ranking"."""
     hints: Any = importlib.import_module("sparktrail.summaries.hints")
     hints.RULES = tuple(
         phases.wrap(rule, f"rule {rule.__name__}") for rule in hints.RULES

@@ -51,7 +51,10 @@ PHASES = {
         "summaries/finish.py",
         "summaries_from_cp",
     ),
-    "  of which hints": ("summaries/hints/__init__.py", "rebalancing_hints"),
+    "  of which hints": (
+        "summaries/hints/__init__.py",
+        "rule_hints|ranked_hints",
+    ),
     "  of which what-if replays": ("whatif/replay.py", "run"),
     "  of which task facts": ("summaries/task_table.py", "task_facts"),
     # The CP rows are written in the background while the summaries are

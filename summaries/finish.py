@@ -19,7 +19,7 @@ from sparktrail.whatif import Replay
 
 from .activity import activity_from_partial
 from .communication import communication_from_partial
-from .hints import Context, rebalancing_hints, task_shares
+from .hints import Context, ranked_hints, rule_hints, task_shares
 from .operator import operators_and_stages
 from .partials import Partials
 from .result import HintOptions, Summaries
@@ -167,6 +167,10 @@ def summaries_from_partials(
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
+    # The tables read every fact of every task: built before the hints,
+    # whose ranking goes on without most of them.
+    stage_table = stage_stats(tasks, partials.stages, n)
+    executor_table = executor_stats(tasks, executor, valid.context)
     release_mapped_pages()  # each pass over the trace leaves its pages (§10)
     trim_heap()
     context = Context(
@@ -182,10 +186,16 @@ def summaries_from_partials(
         valid.context,
         built_replay=replay,
     )
-    hints = rebalancing_hints(context)
-    # The rules' caches go before the tables below are built: the what-if
-    # replay's task frame alone is ~280 MB at 3.3·10^6 tasks.
-    del context
+    found = rule_hints(context)
+    # The ranking builds the what-if replay and replays each hint's change:
+    # with only the replay's columns of the facts, the rest and the rules'
+    # caches gone first (~2.3 GB at 3.3·10^7 tasks).
+    ranking = context.for_ranking()
+    del context, facts, tasks
+    release_mapped_pages()
+    trim_heap()
+    hints = ranked_hints(ranking, found)
+    del ranking  # the replay's frame: ~1.4 GB at 3.3·10^7 tasks
     release_mapped_pages()
     trim_heap()  # and the replay's arrays, freed in the C heap
     return Summaries(
@@ -202,6 +212,6 @@ def summaries_from_partials(
         window_ns=window_ns,
         origin_ns=origin_ns,
         context=valid.context,
-        stages=stage_stats(tasks, partials.stages, n),
-        executors=executor_stats(tasks, executor, valid.context),
+        stages=stage_table,
+        executors=executor_table,
     ).check()  # the summaries leave their stage here: checked once

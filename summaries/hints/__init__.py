@@ -32,7 +32,9 @@ __all__ = [
     "Context",
     "Hint",
     "hint_frame",
+    "ranked_hints",
     "rebalancing_hints",
+    "rule_hints",
     "severity_legend",
     "share_of_saved",
     "shown_hints",
@@ -103,5 +105,18 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
     >>> summarize(t, 1000 * ms).hints.select("kind", "predicted_saving_ns").row(0)
     ('straggler_task', 600000000.0)
     """
-    hints = [hint for rule in RULES for hint in rule(context)]
-    return hint_frame(finish_hints(context, hints))
+    found = rule_hints(context)
+    return ranked_hints(context.for_ranking(), found)
+
+
+def rule_hints(context: Context) -> list[Hint]:
+    """What every rule of :data:`RULES` finds, before the ranking."""
+    return [hint for rule in RULES for hint in rule(context)]
+
+
+def ranked_hints(ranking: Context, found: list[Hint]) -> pl.DataFrame:
+    """The frame of :func:`rebalancing_hints` from the rules' hints
+    ``found``: savings replayed, severity, repeats merged
+    (:func:`~.ranking.finish_hints`). ``ranking`` is the rules' context or
+    its :meth:`~.inputs.Context.for_ranking`."""
+    return hint_frame(finish_hints(ranking, found))

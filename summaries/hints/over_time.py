@@ -82,12 +82,7 @@ def stage_batches(ctx: Context) -> dict[int, int]:
     batch_of = {j.job_id: j.batch_id for j in ctx.app.jobs if j.batch_id is not None}
     if not batch_of:
         return {}
-    pairs = (
-        ctx.tasks.select("stage_id", "job_id")
-        .drop_nulls()
-        .unique()
-        .filter(pl.col("job_id").is_in(list(batch_of)))
-    )
+    pairs = ctx.stage_jobs.filter(pl.col("job_id").is_in(list(batch_of)))
     return {int(s): batch_of[int(j)] for s, j in pairs.iter_rows()}
 
 
@@ -109,24 +104,14 @@ def first_batch_stages(ctx: Context) -> set[int]:
     ]
     if not jobs:
         return set()
-    pairs = (
-        ctx.tasks.select("stage_id", "job_id")
-        .drop_nulls()
-        .unique()
-        .filter(pl.col("job_id").is_in(jobs))
-    )
+    pairs = ctx.stage_jobs.filter(pl.col("job_id").is_in(jobs))
     return {int(s) for s in pairs["stage_id"]}
 
 
 def stage_queries(ctx: Context, stages: list[int]) -> set[str]:
     """The streaming queries whose micro-batches ran ``stages``."""
     jobs = set(
-        collect(
-            ctx.tasks.lazy()
-            .filter(pl.col("stage_id").is_in(stages))
-            .select(pl.col("job_id").drop_nulls()),
-            len(ctx.tasks),
-        )["job_id"].to_list()
+        ctx.stage_jobs.filter(pl.col("stage_id").is_in(stages))["job_id"].to_list()
     )
     return {
         j.query_id for j in ctx.app.jobs if j.job_id in jobs and j.query_id is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import polars as pl
@@ -695,3 +696,66 @@ def test_a_straggler_on_a_local_master_is_replayed_at_the_median():
     assert ev["replayed_saving_ns"] == 90 * MS
     assert ev["replayed_saving_no_lag_ns"] == 90 * MS
     assert row["predicted_saving_ns"] == 90 * MS
+
+
+def _contexts(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The rules' context and the ranking's, as the finish hands them on."""
+    import sparktrail.summaries.finish as finish
+
+    seen: dict[str, Any] = {}
+    rules, ranked = finish.rule_hints, finish.ranked_hints
+
+    def rule_hints(context):
+        seen["rules"] = context
+        return rules(context)
+
+    def ranked_hints(ranking, found):
+        seen["ranking"] = ranking
+        return ranked(ranking, found)
+
+    monkeypatch.setattr(finish, "rule_hints", rule_hints)
+    monkeypatch.setattr(finish, "ranked_hints", ranked_hints)
+    return seen
+
+
+def test_the_ranking_replays_from_the_replays_columns_alone(monkeypatch):
+    # GIVEN the time-skewed stage, whose straggler's saving is replayed
+    from sparktrail.whatif.replay import TASK_COLUMNS
+
+    seen = _contexts(monkeypatch)
+    # WHEN hints are computed
+    _, ev = only(hints(skewed_stage(100), 100), "straggler_task")
+    # THEN the ranking held only the replay's columns of the task facts
+    # (not the rules' ~25), and replayed the change from them
+    rules, ranking = seen["rules"], seen["ranking"]
+    assert len(rules.tasks.columns) > len(TASK_COLUMNS)
+    assert ranking.tasks.columns == list(TASK_COLUMNS)
+    assert "replayed_saving_ns" in ev
+    # the same model as the one built from every fact
+    from sparktrail.pag.trace import Trace as Valid
+    from sparktrail.whatif import Replay
+
+    assert ranking.replay.tasks.equals(
+        Replay.of(Valid(rules.trace, rules.app), rules.tasks).tasks
+    )
+
+
+def test_the_ranking_keeps_a_replay_the_rules_built_or_failed_to(monkeypatch):
+    # GIVEN the rules' context of the skewed stage, its replay built
+    seen = _contexts(monkeypatch)
+    hints(skewed_stage(100), 100)
+    context = seen["rules"]
+    # WHEN the ranking's context is made from it
+    # THEN it holds the same replay, not a second build
+    built = context.replay
+    assert built is not None
+    assert context.for_ranking().replay is built
+    # and a replay that failed (facts without a launch) is not tried again
+    from dataclasses import replace
+
+    broken = replace(context, tasks=context.tasks.drop("launch_ns"))
+    with pytest.warns(UserWarning, match="no what-if replay"):
+        assert broken.replay is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert broken.for_ranking().replay is None
