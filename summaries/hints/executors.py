@@ -83,11 +83,23 @@ def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
     return gc / busy if busy else 0.0
 
 
+def _of_executor(tasks: pl.DataFrame, value: pl.Expr) -> pl.Expr:
+    """``value`` aggregated over each executor's tasks, as a column of
+    ``tasks``: what ``value.over("executor")`` gives (the executor is never
+    null), from a group-by of one row per executor: the window expression
+    held ~50 bytes a task while it ran (1.7 GB at 3.3·10^7 tasks)."""
+    of = tasks.group_by("executor").agg(value.alias("value"))
+    if of.is_empty():  # polars' replace_strict fails on an empty mapping
+        return pl.lit(None, dtype=of["value"].dtype)
+    return pl.col("executor").replace_strict(
+        of["executor"], of["value"], return_dtype=of["value"].dtype
+    )
+
+
 def _first_waves(tasks: pl.DataFrame) -> pl.Expr:
     """Tasks launched on an executor before any task there finished: they
     carry its start-up (JVM, Python workers), not its speed."""
-    first_end = pl.col("end_ns").min().over("executor")
-    return pl.col("launch_ns") < first_end
+    return pl.col("launch_ns") < _of_executor(tasks, pl.col("end_ns").min())
 
 
 #: A task of an executor's first stage that spent this share of its time
@@ -100,8 +112,8 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
     wave, and the tasks of its first stage that spent most of their time
     before running (a new executor deserializing its first task binaries
     and broadcasts: churn of dynamic allocation). A mask of ``tasks``' rows,
-    its two parts computed one after the other: each window expression over
-    3.3·10^6 attempts takes ~90 MB while it runs."""
+    its two parts computed one after the other: each takes a column of
+    every attempt while it runs."""
     cold = tasks.select(_first_waves(tasks)).to_series()
     if "overhead_ns" not in tasks.columns:
         return cold
@@ -113,16 +125,30 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
         # The same stage without sorting each executor's attempts (~200
         # against ~90 MB at 3.3·10^6 tasks): the least stage id among its
         # earliest launches, which is what sorts first when neither is null.
-        earliest = pl.col("launch_ns") == pl.col("launch_ns").min()
-        first_stage = pl.col("stage_id").filter(earliest).min().over("executor")
+        earliest = pl.col("launch_ns") == _of_executor(tasks, pl.col("launch_ns").min())
+        first_stage = _of_executor(tasks.filter(earliest), pl.col("stage_id").min())
     overhead = pl.col("overhead_ns").fill_null(0)
     before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
     first = (pl.col("stage_id") == first_stage) & before_run
     return cold | tasks.select(first).to_series()
 
 
-#: Attempts whose executor names are coded at a time (:func:`_slowdowns`).
-_CODE_ROWS = 500_000
+def _executor_codes(executors: pl.Series) -> tuple[list[str], np.ndarray[Any, Any]]:
+    """The distinct names of ``executors`` (none null) and each attempt's
+    index among them (int32), read off the categorical's codes: 8 bytes an
+    attempt, where replacing the names took ~40.
+
+    >>> names, code = _executor_codes(pl.Series(["2", "1", "2"]))
+    >>> [names[c] for c in code]
+    ['2', '1', '2']
+    """
+    coded = executors.cast(pl.Categorical)
+    distinct = coded.unique()
+    physical = distinct.to_physical().to_numpy()
+    index = np.zeros(int(physical.max()) + 1 if len(physical) else 0, dtype=np.int32)
+    index[physical] = np.arange(len(physical), dtype=np.int32)
+    names = [str(n) for n in distinct.cast(pl.String).to_list()]
+    return names, index[coded.to_physical().to_numpy()]
 
 
 def _slowdowns(
@@ -154,19 +180,8 @@ def _slowdowns(
         return {}
     # The others' medians in numpy, over executor codes: a polars filter
     # per (stage, executor) was a query each (~0.2 ms).
-    names = [str(n) for n in done["executor"].unique().to_list()]
-    # A slice at a time: replacing 3.3·10^6 names at once took ~130 MB.
-    executors = done["executor"]
-    codes = pl.concat(
-        [
-            executors.slice(at, _CODE_ROWS).replace_strict(
-                names, list(range(len(names))), return_dtype=pl.Int64
-            )
-            for at in range(0, max(1, len(executors)), _CODE_ROWS)
-        ]
-    )
-    del executors
-    code, stage_of = codes.to_numpy(), done["stage_id"].to_numpy()
+    names, code = _executor_codes(done["executor"])
+    stage_of = done["stage_id"].to_numpy()
     durations = done["duration_ns"].to_numpy()
     del done  # in numpy now: its executor names alone are 53 MB at 3.3·10^6 tasks
     own = _own_medians(stage_of, code, durations, names)

@@ -199,7 +199,9 @@ class Context:
     (:class:`~sparktrail.pag.context.AppContext`, empty when unknown);
     ``built_replay``, when given, is ``Replay.of`` of the trace and its
     task facts, built by the caller (the online pipeline builds it while a
-    window's CP is computed).
+    window's CP is computed); ``replay_input``, when it holds a frame, is
+    the task facts the replay is to be built from, handed over when it is
+    (:meth:`for_ranking`).
     """
 
     partials: Partials
@@ -213,6 +215,7 @@ class Context:
     tasks: pl.DataFrame
     app: AppContext = field(default_factory=AppContext)
     built_replay: Replay | None = None
+    replay_input: list[pl.DataFrame] = field(default_factory=list)
 
     @cached_property
     def replay(self) -> Replay | None:
@@ -221,25 +224,34 @@ class Context:
         when the caller built it already."""
         if self.built_replay is not None:
             return self.built_replay
+        # The task facts are at hand: the model need not group the rows.
+        # Handed over, the input goes once the model is built.
+        tasks = self.replay_input.pop() if self.replay_input else self.tasks
         try:
-            # The task facts are at hand: the model need not group the rows.
-            return Replay.of(Trace(self.trace, self.app), self.tasks)
+            return Replay.of(Trace(self.trace, self.app), tasks)
         except (InputError, ValueError, KeyError) as err:
             warnings.warn(f"no what-if replay: {err}", stacklevel=2)
             return None
 
     def for_ranking(self) -> Context:
-        """This context with only the task facts the ranking of hints
-        reads (:func:`~.ranking.finish_hints`): the what-if replay's columns
-        (:data:`~sparktrail.whatif.replay.TASK_COLUMNS`), and the replay
-        itself when a rule built it already.
+        """This context as the ranking of hints reads it
+        (:func:`~.ranking.finish_hints`): no task rows of its own, the
+        replay's columns of the facts
+        (:data:`~sparktrail.whatif.replay.TASK_COLUMNS`) handed over to the
+        replay's build (when no rule built it yet), and what the ranking
+        reads of the facts (:attr:`stage_jobs`) computed here.
 
-        The rules' caches and the other facts stay with this context, so
-        that the replay's build and predictions need not sit beside them:
-        at 3.3·10^7 tasks the facts are ~2.3 GB.
+        The rules' caches and the other facts stay with ``self``, so that
+        the replay's build and predictions need not sit beside them (at
+        3.3·10^7 tasks the facts are ~2.3 GB), and the replay's input goes
+        once it is built (~1.4 GB).
         """
-        kept = [c for c in TASK_COLUMNS if c in self.tasks.columns]
-        ranking = replace(self, tasks=self.tasks.select(kept))
+        kept = self.tasks.select(c for c in TASK_COLUMNS if c in self.tasks.columns)
+        built = "replay" in self.__dict__ or self.built_replay is not None
+        ranking = replace(
+            self, tasks=kept.clear(), replay_input=[] if built else [kept]
+        )
+        ranking.__dict__["stage_jobs"] = self.stage_jobs
         for cache in ("replay", "span_ns"):
             if cache in self.__dict__:  # computed once (a failed replay warned)
                 ranking.__dict__[cache] = self.__dict__[cache]

@@ -725,11 +725,13 @@ def test_the_ranking_replays_from_the_replays_columns_alone(monkeypatch):
     seen = _contexts(monkeypatch)
     # WHEN hints are computed
     _, ev = only(hints(skewed_stage(100), 100), "straggler_task")
-    # THEN the ranking held only the replay's columns of the task facts
-    # (not the rules' ~25), and replayed the change from them
+    # THEN the ranking held no task rows but the replay's columns of the
+    # facts (not the rules' ~25), handed over to the replay of the change
     rules, ranking = seen["rules"], seen["ranking"]
     assert len(rules.tasks.columns) > len(TASK_COLUMNS)
     assert ranking.tasks.columns == list(TASK_COLUMNS)
+    assert ranking.tasks.is_empty() and not rules.tasks.is_empty()
+    assert ranking.replay_input == []
     assert "replayed_saving_ns" in ev
     # the same model as the one built from every fact
     from sparktrail.pag.trace import Trace as Valid
