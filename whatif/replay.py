@@ -497,11 +497,14 @@ def _slot_tasks(facts: pl.DataFrame) -> pl.DataFrame:
         tasks = facts.select(TASK_COLUMNS)
     except pl.exceptions.ColumnNotFoundError as err:
         raise InputError(f"task facts without {TASK_COLUMNS}: {err}") from err
-    on_slot = tasks["worker"].cast(pl.String).str.starts_with(SLOT_PREFIX)
+    # Of the distinct workers, not of every task's (a categorical's names
+    # would be spelled out for each task: 16 bytes a task).
+    workers = tasks["worker"].unique().to_list()
+    slots = [w for w in workers if w is not None and w.startswith(SLOT_PREFIX)]
     # Usually every task is: a filter would copy millions of tasks' columns
     # for nothing (the launch-order gather copies them once anyway).
-    everyone = on_slot.null_count() == 0 and on_slot.all()
-    return tasks if everyone else tasks.filter(on_slot)
+    everyone = len(slots) == len(workers)
+    return tasks if everyone else tasks.filter(pl.col("worker").is_in(slots))
 
 
 def _in_launch_order(tasks: pl.DataFrame, gaps: pl.DataFrame) -> pl.DataFrame:
