@@ -35,7 +35,7 @@ PHASES = (
     "executor_from_partial",
     "task_facts",
     "task_shares",
-    "operator_from_partial",
+    "operators_and_stages",
     "communication_from_partial",
     "straggler_from_partial",
     "stage_stats",
