@@ -9,7 +9,7 @@ cumulative time of the functions that run them), plus the top functions.
 A small trace is closed first, so that numba's first-call loading of its
 cached kernels is not counted.
 
-    .venv/bin/python bench/window_step.py --rate 30000 --seconds 8
+    .venv/bin/python -m bench.window_step --rate 30000 --seconds 8
 
 The windows are first closed without the profiler: as the live pipeline
 closes them, ``--live-seconds`` files of the same producer landing one at
