@@ -122,7 +122,8 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     executor, launch_ns, end_ns, finish_ns, duration_ns, useful_ns, run_ns,
     gc_ns, overhead_ns, executor_run_ns, jvm_gc_ns, records, bytes,
     shuffle_write_bytes, memory_bytes_spilled, disk_bytes_spilled,
-    state_rows, state_memory_bytes, status``.
+    state_rows, state_memory_bytes, status``; ``worker`` and ``executor``
+    are categoricals (a few dozen names over millions of tasks).
 
     Two views of a task's time sit side by side:
 
