@@ -49,6 +49,14 @@ def warn_pathless(windows: pl.DataFrame, *, stacklevel: int = 2) -> None:
         )
 
 
+def _give_back() -> None:
+    """Between the finish's steps: the trace's pages each pass over it left
+    resident (DESIGN §10), and what the step's numpy and numba arrays left
+    freed in the C heap."""
+    release_mapped_pages()
+    trim_heap()
+
+
 def summaries_from_cp(
     cp: pl.DataFrame,
     trace: pl.DataFrame | Trace,
@@ -171,8 +179,7 @@ def summaries_from_partials(
     # whose ranking goes on without most of them.
     stage_table = stage_stats(tasks, partials.stages, n)
     executor_table = executor_stats(tasks, executor, valid.context)
-    release_mapped_pages()  # each pass over the trace leaves its pages (§10)
-    trim_heap()
+    _give_back()
     context = Context(
         partials,
         valid.frame,
@@ -192,12 +199,10 @@ def summaries_from_partials(
     # caches gone first (~2.3 GB at 3.3·10^7 tasks).
     ranking = context.for_ranking()
     del context, facts, tasks
-    release_mapped_pages()
-    trim_heap()
+    _give_back()
     hints = ranked_hints(ranking, found)
     del ranking  # the replay's frame: ~1.4 GB at 3.3·10^7 tasks
-    release_mapped_pages()
-    trim_heap()  # and the replay's arrays, freed in the C heap
+    _give_back()
     return Summaries(
         activity=activity,
         activity_by_window=activity_from_partial(
