@@ -225,8 +225,9 @@ class Context:
         if self.built_replay is not None:
             return self.built_replay
         # The task facts are at hand: the model need not group the rows.
-        # Handed over, the input goes once the model is built.
-        tasks = self.replay_input.pop() if self.replay_input else self.tasks
+        # Handed over (the list), the input goes once the model has its
+        # launch-order copy.
+        tasks = self.replay_input if self.replay_input else self.tasks
         try:
             return Replay.of(Trace(self.trace, self.app), tasks)
         except (InputError, ValueError, KeyError) as err:

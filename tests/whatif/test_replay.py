@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -169,6 +170,42 @@ def test_the_model_built_from_task_facts_is_the_one_built_from_the_rows(source):
     _same_model(from_rows, from_facts)
     assert from_rows.run().wall_ns == from_facts.run().wall_ns
     assert from_rows.tasks.height > 0
+
+
+def test_facts_handed_over_in_a_list_are_taken_and_build_the_same_model():
+    # GIVEN the facts of a real Spark log's trace, handed over in a list
+    trace = load_trace(import_trace(SHARED_LOG, progress=False))
+    facts = task_facts(trace)
+    handed = [facts]
+    # WHEN the model is built from the list
+    taken = Replay.of(trace, handed)
+    # THEN the build took the facts out (the caller holds no copy while it
+    # runs), and the model is the one built from the frame
+    assert handed == []
+    _same_model(taken, Replay.of(trace, facts))
+
+
+def test_the_model_keeps_stage_indices_not_stage_ids_and_names_stages_by_id():
+    # GIVEN a model of a real Spark log's tasks
+    trace = load_trace(import_trace(SHARED_LOG, progress=False))
+    replay = Replay.of(trace, task_facts(trace))
+    # THEN each task keeps what a change needs, its stage as a 32-bit index
+    # into the stages, and its stage id is read back through them
+    assert dict(replay.tasks.schema) == {
+        "task_id": pl.Int64,
+        "partition": pl.Int32,
+        "overhead_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "stage": pl.Int32,
+        "segment": pl.Int32,
+        "lag_release": pl.Int64,
+        "lag_slot": pl.Int64,
+    }
+    facts = task_facts(trace).filter(
+        pl.col("worker").cast(pl.String).str.starts_with("exec-")
+    )
+    for task_id, stage_id in facts.select("task_id", "stage_id").head(50).iter_rows():
+        assert replay.stage_of_task(task_id) == stage_id
 
 
 def test_task_facts_without_the_model_columns_are_refused_naming_them():
