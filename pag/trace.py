@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import tempfile
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ __all__ = [
     "decode_trace",
     "empty_trace",
     "load_trace",
+    "mapped_concat",
     "read_context",
     "read_trace",
     "release_mapped_pages",
@@ -509,7 +511,7 @@ SLICE_ROWS = 1_000_000
 
 
 def trace_slices(
-    frame: pl.DataFrame, rows: int = SLICE_ROWS
+    frame: pl.DataFrame, rows: int | None = None
 ) -> Iterator[tuple[int, pl.DataFrame]]:
     """``(offset, slice)``: ``frame`` ``rows`` rows at a time, the trace
     file's pages released after each slice (:func:`release_mapped_pages`).
@@ -525,6 +527,7 @@ def trace_slices(
     >>> [(at, part["a"].to_list()) for at, part in trace_slices(t, 2)]
     [(0, [1, 2]), (2, [3])]
     """
+    rows = SLICE_ROWS if rows is None else rows
     if frame.height <= rows:
         yield 0, frame
         return
@@ -547,6 +550,98 @@ def collect_slices(
     """
     parts = [collect(query(at, part), len(part)) for at, part in trace_slices(frame)]
     return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+
+def mapped_concat(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """``parts`` (frames of one schema) concatenated, as a frame whose
+    columns point into a memory-mapped temporary file, as a trace file's do.
+
+    For a table of millions of rows that a whole run needs but each step
+    reads a few columns of (the task facts of a long trace, DESIGN §10):
+    each part is written out as it comes, so the whole never sits in
+    memory, and a column's pages are resident only while a step reads
+    them, until :func:`release_mapped_pages`. The file has no name
+    (removed once mapped): it goes with the frame, or the process.
+    Categorical columns are written as their codes and read back as
+    categoricals (their codes then in memory, 4 bytes a row); constant
+    columns are written like any other.
+
+    >>> parts = [pl.DataFrame({"a": [1, 2], "w": ["x", "y"]},
+    ...     schema_overrides={"w": pl.Categorical})] * 2
+    >>> frame = mapped_concat(parts)
+    >>> frame["a"].to_list(), frame["w"].cast(pl.String).to_list()
+    ([1, 2, 1, 2], ['x', 'y', 'x', 'y'])
+    >>> frame.schema == parts[0].schema
+    True
+    """
+    coded = _CategoricalCodes()
+    schema: pl.Schema | None = None
+    with tempfile.TemporaryFile(prefix="sparktrail-") as file:
+        writer = None
+        for part in parts:
+            if schema is None:
+                schema = part.schema
+            table = coded.encode(part).to_arrow()
+            if writer is None:
+                writer = ipc.new_file(file, table.schema)
+            writer.write_table(table)
+            del table
+        if writer is None or schema is None:
+            raise InputError("mapped_concat needs at least one frame")
+        writer.close()
+        file.flush()
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    _MAPPED.add(mapped)
+    table = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+    read = pl.from_arrow(table, rechunk=False)
+    assert isinstance(read, pl.DataFrame)  # a table reads as a frame
+    frame = coded.decode(read, schema)
+    _release(mapped)
+    return frame
+
+
+class _CategoricalCodes:
+    """Categorical columns as dense codes (UInt32) into names gathered part
+    by part, and back: a file of record batches holds one dictionary per
+    column, and each part's categorical brings its own."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, list[str]] = {}
+        self.index: dict[str, dict[str, int]] = {}
+
+    def encode(self, part: pl.DataFrame) -> pl.DataFrame:
+        columns = [c for c, t in part.schema.items() if t == pl.Categorical]
+        return part.with_columns(self._codes(part[c]) for c in columns)
+
+    def _codes(self, column: pl.Series) -> pl.Series:
+        names = self.names.setdefault(column.name, [])
+        index = self.index.setdefault(column.name, {})
+        distinct = column.drop_nulls().unique()
+        for name in distinct.cast(pl.String).to_list():
+            if name not in index:
+                index[name] = len(names)
+                names.append(name)
+        # The part's own codes mapped through its distinct ones (a few
+        # dozen names over a million rows); a null stays null.
+        dense = [index[name] for name in distinct.cast(pl.String).to_list()]
+        return column.to_physical().replace_strict(
+            distinct.to_physical(), pl.Series(dense, dtype=pl.UInt32)
+        )
+
+    def decode(self, frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+        decoded = []
+        for name, names in self.names.items():
+            dictionary = pa.array(names, pa.large_string())
+            # Chunk by chunk: a column of other chunks than its neighbours'
+            # would make polars copy every column of the frame into one.
+            chunks = [
+                pl.Series(
+                    name, pa.DictionaryArray.from_arrays(chunk.to_arrow(), dictionary)
+                ).cast(pl.Categorical)
+                for chunk in frame[name].get_chunks()
+            ]
+            decoded.append(pl.concat(chunks, rechunk=False))
+        return frame.with_columns(decoded).select(schema.names())
 
 
 def _release(mapped: mmap.mmap) -> None:

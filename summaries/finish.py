@@ -175,9 +175,11 @@ def summaries_from_partials(
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
+    _give_back()
     # The tables read every fact of every task: built before the hints,
     # whose ranking goes on without most of them.
     stage_table = stage_stats(tasks, partials.stages, n)
+    _give_back()
     executor_table = executor_stats(tasks, executor, valid.context)
     _give_back()
     context = Context(

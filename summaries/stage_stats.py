@@ -38,7 +38,8 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.context import AppContext
-from sparktrail.pag.query_engine import collect
+from sparktrail.pag.query_engine import collect, collect_group_by
+from sparktrail.pag.trace import collect_slices
 
 __all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
 
@@ -87,28 +88,47 @@ _NO_RESULT = (*_FAILED, "running")
 _SPARK_NS = pl.col("finish_ns") - pl.col("launch_ns")
 
 
-def _work() -> list[pl.Expr]:
-    """Aggregations shared by both tables (over a group of task attempts)."""
-    spilled = pl.col("memory_bytes_spilled").fill_null(0) + pl.col(
-        "disk_bytes_spilled"
-    ).fill_null(0)
-    stated = (
-        pl.col("memory_bytes_spilled").is_not_null()
-        | pl.col("disk_bytes_spilled").is_not_null()
-    )
+def _work_partial() -> list[pl.Expr]:
+    """What both tables sum over a group of task attempts, as sums and
+    flags that add up over parts of the group (:func:`_work`)."""
     # Spark's GC share: JVM GC time over executor run time, both summed over
     # the attempts that reported metrics (an executor lost mid-task reports
     # none, and its time is no run time).
     measured = pl.col("executor_run_ns").is_not_null()
-    run = pl.col("executor_run_ns").sum()
-    gc = pl.col("jvm_gc_ns").filter(measured).sum()
-    # A number is unknown (null), not 0, when no attempt states it: records
-    # when no attempt read any that counted, bytes when none finished well.
-    finished = pl.col("status").is_in(_NO_RESULT).fill_null(False).not_().any()
+    spilled = pl.col("memory_bytes_spilled").fill_null(0) + pl.col(
+        "disk_bytes_spilled"
+    ).fill_null(0)
     return [
         pl.len().cast(pl.Int64).alias("tasks"),
         pl.col("status").is_in(_FAILED).sum().cast(pl.Int64).alias("failed_tasks"),
-        pl.when(pl.col("records").is_not_null().any())
+        pl.col("records").is_not_null().any().alias("_records_stated"),
+        pl.col("records").sum(),
+        # An attempt that never reported its work done (its bytes unknown).
+        pl.col("status").is_in(_NO_RESULT).fill_null(False).any().alias("_open"),
+        pl.col("bytes").sum(),
+        pl.col("shuffle_write_bytes").sum(),
+        (
+            pl.col("memory_bytes_spilled").is_not_null()
+            | pl.col("disk_bytes_spilled").is_not_null()
+        )
+        .any()
+        .alias("_spill_stated"),
+        spilled.sum().alias("spilled_bytes"),
+        pl.col("executor_run_ns").sum().alias("_run_ns"),
+        pl.col("jvm_gc_ns").filter(measured).sum().alias("_gc_ns"),
+    ]
+
+
+def _work() -> list[pl.Expr]:
+    """The tables' work columns from the partial sums of
+    :func:`_work_partial` of a group's parts."""
+    # A number is unknown (null), not 0, when no attempt states it: records
+    # when no attempt read any that counted, bytes when none finished well.
+    finished = pl.col("_open").any().not_()
+    run = pl.col("_run_ns").sum()
+    return [
+        pl.col("tasks", "failed_tasks").sum().cast(pl.Int64),
+        pl.when(pl.col("_records_stated").any())
         .then(pl.col("records").sum())
         .cast(pl.Int64)
         .alias("records"),
@@ -117,9 +137,39 @@ def _work() -> list[pl.Expr]:
         .then(pl.col("shuffle_write_bytes").sum())
         .cast(pl.Int64)
         .alias("shuffle_write_bytes"),
-        pl.when(stated.any()).then(spilled.sum()).cast(pl.Int64).alias("spilled_bytes"),
-        pl.when(run > 0).then(gc / run).cast(pl.Float64).alias("gc_share"),
+        pl.when(pl.col("_spill_stated").any())
+        .then(pl.col("spilled_bytes").sum())
+        .cast(pl.Int64)
+        .alias("spilled_bytes"),
+        pl.when(run > 0)
+        .then(pl.col("_gc_ns").sum() / run)
+        .cast(pl.Float64)
+        .alias("gc_share"),
     ]
+
+
+def _per_group(
+    tasks: pl.DataFrame,
+    key: str,
+    partial: list[pl.Expr],
+    whole: list[pl.Expr],
+) -> pl.DataFrame:
+    """``whole`` over each ``key`` group of ``tasks`` (``key`` not null),
+    from the ``partial`` sums of a slice of the tasks at a time (DESIGN §10:
+    a long trace's facts are mapped, and one query over every task would
+    hold the pages of every column it reads)."""
+    parts = collect_slices(
+        _with_optional(tasks),
+        lambda _, part: (
+            part.lazy()
+            .filter(pl.col(key).is_not_null())
+            .group_by(key, maintain_order=True)
+            .agg(partial)
+        ),
+    )
+    # Groups in the tasks' order, each group's parts in slice order: a first
+    # value of the parts is the group's first.
+    return parts.group_by(key, maintain_order=True).agg(whole)
 
 
 def _with_optional(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -205,26 +255,53 @@ def stage_stats(
     """
     if tasks.is_empty() or tasks["stage_id"].null_count() == len(tasks):
         return pl.DataFrame(schema=STAGE_STATS)
-    # One query, collected at the end (each eager step would be one).
-    facts = _with_optional(tasks).lazy().filter(pl.col("stage_id").is_not_null())
     share = (
         stage_cp.lazy()
         .filter(pl.col("stage_id").is_not_null())
         .group_by("stage_id")
         .agg((pl.col("cp").sum() / max(1, n_windows)).alias("cp_share"))
     )
-    median = _SPARK_NS.median()
-    longest = _SPARK_NS.max()
-    out = (
-        facts.group_by("stage_id")
-        .agg(
+    facts = _per_group(
+        tasks,
+        "stage_id",
+        [
+            pl.col("operator").first(ignore_nulls=True),
+            pl.col("job_id").first(ignore_nulls=True),
+            pl.col("finish_ns").max(),
+            pl.col("launch_ns").min(),
+            _SPARK_NS.max().alias("max_task_ns"),
+            *_work_partial(),
+        ],
+        [
             pl.col("operator").first(ignore_nulls=True),
             pl.col("job_id").first(ignore_nulls=True),
             (pl.col("finish_ns").max() - pl.col("launch_ns").min()).alias("wall_ns"),
-            median.cast(pl.Float64).alias("median_task_ns"),
-            longest.alias("max_task_ns"),
-            pl.when(median > 0).then(longest / median).alias("skew"),
+            pl.col("max_task_ns").max(),
             *_work(),
+        ],
+    )
+    # The median of each stage's task times, from those alone (8 bytes a
+    # task): not a sum over parts.
+    median = collect_group_by(
+        collect_slices(
+            _with_optional(tasks),
+            lambda _, part: (
+                part.lazy()
+                .filter(pl.col("stage_id").is_not_null())
+                .select("stage_id", _SPARK_NS.alias("task_ns"))
+            ),
+        ).lazy(),
+        ["stage_id"],
+        [pl.col("task_ns").median().cast(pl.Float64).alias("median_task_ns")],
+        len(tasks),
+    )
+    out = (
+        facts.lazy()
+        .join(median.lazy(), on="stage_id", how="left")
+        .with_columns(
+            pl.when(pl.col("median_task_ns") > 0)
+            .then(pl.col("max_task_ns") / pl.col("median_task_ns"))
+            .alias("skew")
         )
         .join(share, on="stage_id", how="left")
         .with_columns(pl.col("cp_share").fill_null(0.0))
@@ -267,13 +344,18 @@ def executor_stats(
     ...     "failed_tasks", "task_ns", "gc_share", "cp_share").rows()
     [('1', 2, 1, 40, 0.1, 0.8)]
     """
-    # One query, collected at the end (each eager step would be one).
+    # Grouped by the executor as it is (a categorical's codes), named after:
+    # its names spelled out for every task were 16 bytes a task.
     per_task = (
-        _with_optional(tasks)
+        _per_group(
+            tasks,
+            "executor",
+            [_SPARK_NS.sum().alias("task_ns"), *_work_partial()],
+            [pl.col("task_ns").sum().cast(pl.Int64), *_work()],
+        )
         .lazy()
-        .filter(pl.col("executor").is_not_null())
-        .group_by(pl.col("executor").cast(pl.String).alias("executor_id"))
-        .agg(_SPARK_NS.sum().cast(pl.Int64).alias("task_ns"), *_work())
+        .with_columns(pl.col("executor").cast(pl.String).alias("executor_id"))
+        .drop("executor")
     )
     shares = (
         _with_optional(executor)

@@ -5,6 +5,7 @@ needs to know of a task.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import polars as pl
 
@@ -14,6 +15,7 @@ from sparktrail.pag.trace import (
     Trace,
     collect_slices,
     load_trace,
+    mapped_concat,
     release_mapped_pages,
 )
 from sparktrail.pag.workers import DRIVER, executor_of_column
@@ -219,21 +221,24 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # rows already: the gather and the filter of a chunk each copied every
     # column of its ~10^6 rows.
     read = frame.select(c for c in frame.columns if c in _READ and c not in absent)
-    parts = []
-    for k in range(len(starts)):
-        part = _task_chunk(
-            read[rows[bounds[k] : bounds[k + 1]]], absent, task_rows=True
-        )
-        if "operator" not in absent:
-            # Per part: a column of one chunk beside the others' ten would
-            # make polars copy every column into one chunk.
-            part = part.with_columns(_shared_strings(part["operator"]))
-        # Per part, so that the parts held meanwhile are small too: a value
-        # kept once in every part stays one value in their concatenation,
-        # and equal columns keep sharing their chunks.
-        parts.append(_stored_once(part))
-        release_mapped_pages()
-    return _with_absent(pl.concat(parts, rechunk=False), frame, absent)
+
+    def parts() -> Iterator[pl.DataFrame]:
+        for k in range(len(starts)):
+            part = _task_chunk(
+                read[rows[bounds[k] : bounds[k + 1]]], absent, task_rows=True
+            )
+            release_mapped_pages()
+            yield part
+
+    # A trace too long for one group-by has too many tasks to hold their
+    # facts in memory (~90 bytes a task while the tables and rules read
+    # them): each chunk's go to a mapped file as they come (DESIGN §10),
+    # where each step's columns are resident only while it reads them.
+    # A value that is the same for every task is then kept once, and equal
+    # columns share their pages.
+    facts = _stored_once(mapped_concat(parts()))
+    release_mapped_pages()
+    return _with_absent(facts, frame, absent)
 
 
 def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
@@ -246,7 +251,8 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
     (Spark's finish is the end on the slot when nothing was clipped): at
     3.3·10^6 tasks each is 26 MB, for every rule that reads the table.
     A literal column stays one value through polars' filters, gathers and
-    slices.
+    slices. A mapped frame's pages (:func:`~sparktrail.pag.trace.
+    mapped_concat`) are released after each column is read.
 
     >>> facts = pl.DataFrame({"task_id": [1, 2], "a": [3, 3], "b": [4, 5],
     ...     "c": [4, 5], "d": [None, None], "e": ["x", "x"]},
@@ -280,22 +286,8 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
             alike.append(column)
         else:
             stored.append(twin.alias(name))
+        release_mapped_pages()
     return facts.with_columns(stored) if stored else facts
-
-
-def _shared_strings(column: pl.Series) -> pl.Series:
-    """``column``'s strings, each distinct one stored once.
-
-    A task's operator label (~35 bytes) is one of a few per stage, but the
-    group-by copies it into every task's row: 160 MB at 3.3·10^6 tasks.
-    Gathered from the distinct values, the rows share their bytes and keep
-    a 16-byte view each (polars' string layout).
-    """
-    distinct = column.drop_nulls().unique().sort()
-    at = distinct.search_sorted(column)
-    if column.null_count():
-        at = at.set(column.is_null(), None)  # type: ignore[arg-type]
-    return distinct.gather(at).alias(column.name)
 
 
 def _id_range(frame: pl.DataFrame) -> tuple[int, int] | None:

@@ -76,6 +76,7 @@ from sparktrail.pag.trace import (
     TraceLike,
     collect_slices,
     load_trace,
+    release_mapped_pages,
     trace_slices,
 )
 from sparktrail.pag.workers import SLOT_PREFIX, executor_of_name
@@ -206,6 +207,7 @@ class Replay:
         slots, executors = _capacity(trace, source)
         source = source.drop("worker").with_columns(pl.col("stage_id").fill_null(-1))
         order = _launch_order(source)
+        release_mapped_pages()
         # What needs no order (the stages' and segments' extents, the jobs'
         # spans) is read off the facts as they come: only what the model
         # keeps, and the launches, are gathered into launch order.
@@ -218,16 +220,27 @@ class Replay:
             pl.Int32,
         )
         plan = _Plan.make(source, segment, stages, gaps, start, end)
+        release_mapped_pages()
         stage = source["stage_id"].replace_strict(
             stages["stage_id"], stages["stage"], return_dtype=pl.Int32
         )
-        kept = source.select(
-            "task_id",
-            pl.col("partition").cast(pl.Int32),
-            "overhead_ns",
-            "duration_ns",
-        ).with_columns(stage.alias("stage"), segment)[order]
-        launch = _int64(source["launch_ns"].gather(order))
+        # A column at a time, the pages of mapped facts (a long trace's:
+        # :func:`~sparktrail.pag.trace.mapped_concat`) released after each:
+        # a gather touches every page of its column.
+        kept = pl.DataFrame(
+            [
+                _gathered(column, order)
+                for column in (
+                    source["task_id"],
+                    source["partition"].cast(pl.Int32),
+                    source["overhead_ns"],
+                    source["duration_ns"],
+                    stage.alias("stage"),
+                    segment,
+                )
+            ]
+        )
+        launch = _int64(_gathered(source["launch_ns"], order))
         del source, stage, segment, order
         free = np.empty(kept.height, dtype=np.int64)
         stage_index = _int32(kept["stage"])
@@ -604,6 +617,13 @@ def _multiplier(trace: Trace) -> float:
         return float(value) if value is not None else _DEFAULT_MULTIPLIER
     except ValueError:
         return _DEFAULT_MULTIPLIER
+
+
+def _gathered(column: pl.Series, order: _Array) -> pl.Series:
+    """``column`` in ``order``, the mapped pages it read released."""
+    out = column.gather(order)
+    release_mapped_pages()
+    return out
 
 
 def _int64(values: pl.Series | _Array) -> _Array:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import polars as pl
 
+from sparktrail.pag.trace import release_mapped_pages
+
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
 from .failures import failures
@@ -110,8 +112,17 @@ def rebalancing_hints(context: Context) -> pl.DataFrame:
 
 
 def rule_hints(context: Context) -> list[Hint]:
-    """What every rule of :data:`RULES` finds, before the ranking."""
-    return [hint for rule in RULES for hint in rule(context)]
+    """What every rule of :data:`RULES` finds, before the ranking.
+
+    The pages a rule read of a mapped table (a long trace's task facts,
+    :func:`~sparktrail.pag.trace.mapped_concat`) are released before the
+    next rule reads its own (DESIGN §10).
+    """
+    found = []
+    for rule in RULES:
+        found.extend(rule(context))
+        release_mapped_pages()
+    return found
 
 
 def ranked_hints(ranking: Context, found: list[Hint]) -> pl.DataFrame:

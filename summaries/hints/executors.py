@@ -53,6 +53,7 @@ import numpy as np
 import polars as pl
 
 from sparktrail.pag.memory import trim_heap
+from sparktrail.pag.trace import release_mapped_pages
 from sparktrail.whatif.replay import int_median
 
 from .capacity import (
@@ -116,6 +117,9 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
     its two parts computed one after the other: each takes a column of
     every attempt while it runs."""
     cold = tasks.select(_first_waves(tasks)).to_series()
+    # Each part reads columns of every attempt: a long trace's mapped facts
+    # keep their pages only while a part reads them (DESIGN §10).
+    release_mapped_pages()
     if "overhead_ns" not in tasks.columns:
         return cold
     if tasks["launch_ns"].null_count() or tasks["stage_id"].null_count():
@@ -131,7 +135,9 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
     overhead = pl.col("overhead_ns").fill_null(0)
     before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
     first = (pl.col("stage_id") == first_stage) & before_run
-    return cold | tasks.select(first).to_series()
+    cold = cold | tasks.select(first).to_series()
+    release_mapped_pages()
+    return cold
 
 
 def _executor_codes(executors: pl.Series) -> tuple[list[str], np.ndarray[Any, Any]]:
@@ -177,6 +183,7 @@ def _slowdowns(
     # Of the warm ones, only the three columns read on are filtered.
     done = settled.select("stage_id", "executor", "duration_ns").filter(~_cold(settled))
     del settled
+    release_mapped_pages()
     if done.is_empty():
         return {}
     # The others' medians in numpy, over executor codes: a polars filter

@@ -761,3 +761,31 @@ def test_the_ranking_keeps_a_replay_the_rules_built_or_failed_to(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert broken.for_ranking().replay is None
+
+
+@pytest.mark.parametrize("slice_rows", [1, 4, 10**6])
+def test_stage_facts_of_a_long_run_a_slice_at_a_time_equal_one_query(
+    monkeypatch, slice_rows
+):
+    # GIVEN the rules' context of a real Spark log's run (stages of failed,
+    # busy and empty attempts on several workers)
+    from dataclasses import replace
+
+    from sparktrail.pag import trace as trace_module
+    from sparktrail.summaries.hints import inputs
+    from sparktrail.tracer import import_trace
+    from tests.paths import SHARED_LOG
+
+    seen = _contexts(monkeypatch)
+    summarize(import_trace(SHARED_LOG, progress=False), 1000 * MS)
+    context = seen["rules"]
+    one_query = replace(context).stage_facts
+    # WHEN the facts are taken as a long run's: sums over slices, each
+    # median a query of its own
+    monkeypatch.setattr(inputs, "SMALL_ROWS", 0)
+    monkeypatch.setattr(trace_module, "SLICE_ROWS", slice_rows)
+    sliced = replace(context).stage_facts
+    # THEN each stage's facts are the same, column for column
+    assert sliced.schema == one_query.schema
+    assert sliced.sort("stage_id").equals(one_query.sort("stage_id"))
+    assert one_query.height > 1

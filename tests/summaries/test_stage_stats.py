@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from sparktrail import summarize
+from sparktrail.pag import trace as trace_module
 from sparktrail.pag.context import AppContext, ExecutorLife
 from sparktrail.pag.trace import Trace as ContextTrace
 from sparktrail.pag.trace import load_trace
@@ -141,3 +142,51 @@ def test_a_folder_of_an_older_sparktrail_loads_with_empty_tables(
     (folder / "operator.parquet").unlink()
     with pytest.raises(FileNotFoundError, match="operator"):
         Summaries.load(folder)
+
+
+def _mixed_attempts() -> pl.DataFrame:
+    """Attempts of two stages on three executors, interleaved: some failed,
+    killed or without metrics, spills and records stated by some only."""
+    n = 40
+    return pl.DataFrame(
+        {
+            "task_id": list(range(n)),
+            "stage_id": [k % 2 if k % 13 else None for k in range(n)],
+            "operator": [None if k < 5 else f"op {k % 2}" for k in range(n)],
+            "executor": [str(k % 3) if k % 11 else None for k in range(n)],
+            "launch_ns": [k * 3 for k in range(n)],
+            "end_ns": [k * 3 + 5 + k % 7 for k in range(n)],
+            "finish_ns": [k * 3 + 6 + k % 7 for k in range(n)],
+            "duration_ns": [5 + k % 7 for k in range(n)],
+            "run_ns": [4 + k % 7 for k in range(n)],
+            "gc_ns": [k % 3 for k in range(n)],
+            "executor_run_ns": [None if k % 9 == 0 else 4 + k % 7 for k in range(n)],
+            "jvm_gc_ns": [k % 3 for k in range(n)],
+            "status": [["success", "failed", "killed", None][k % 4] for k in range(n)],
+            "records": [None if k % 5 else k for k in range(n)],
+            "bytes": [k * 10 for k in range(n)],
+            "memory_bytes_spilled": [7 if k % 8 == 1 else None for k in range(n)],
+            "disk_bytes_spilled": [None] * n,
+        },
+        schema_overrides={"disk_bytes_spilled": pl.Int64},
+    ).with_columns(pl.col("executor").cast(pl.Categorical))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 7])
+def test_tables_built_a_slice_at_a_time_equal_one_query(monkeypatch, rows) -> None:
+    # GIVEN attempts whose stages and executors recur across every slice
+    tasks = _mixed_attempts()
+    cp = pl.DataFrame({"stage_id": [0, 1], "cp": [1.0, 0.5]})
+    summary = pl.DataFrame(
+        {"executor_id": ["0", "1"], "role": ["executor"] * 2, "cp_share": [0.3, 0.7]}
+    )
+    whole = stage_stats(tasks, cp, 2), executor_stats(tasks, summary)
+    # WHEN the tables are built a few tasks at a time
+    monkeypatch.setattr(trace_module, "SLICE_ROWS", rows)
+    sliced = stage_stats(tasks, cp, 2), executor_stats(tasks, summary)
+    # THEN they are the tables of one query over every task
+    assert whole[0].height == 2 and whole[1].height == 3
+    for one, parts in zip(whole, sliced, strict=True):
+        assert parts.equals(one)
+    # (and their facts are those of the tasks: stage 0's first operator)
+    assert whole[0].filter(pl.col("stage_id") == 0)["operator"].item() == "op 0"

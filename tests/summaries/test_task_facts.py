@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -12,6 +14,7 @@ from sparktrail.pag.trace import load_trace
 from sparktrail.summaries import task_table
 from sparktrail.summaries.task_table import _task_chunk, task_facts
 from sparktrail.synthetic import profile_trace
+from tests.mapped import file_backed
 from tests.summaries.builders import shuffle_join
 
 
@@ -49,6 +52,25 @@ def test_facts_of_a_trace_with_absent_columns_equal_the_full_aggregation(
     # Absent in the trace, so null for every task; records half stated.
     assert got["job_id"].null_count() == got.height == 288
     assert got["records"].null_count() == 144
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_facts_of_a_trace_too_long_for_one_group_by_live_in_a_mapped_file(
+    monkeypatch,
+):
+    # GIVEN a trace longer than one group-by's rows
+    monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", 50)
+    trace = profile_trace(900)
+    # WHEN its facts are read
+    long_facts = task_facts(trace)
+    # THEN the values that differ per task are pages of a file (resident
+    # only while read), not of the heap; a short trace's stay in memory
+    assert file_backed(long_facts["launch_ns"])
+    assert file_backed(long_facts["task_id"])
+    monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", 10**7)
+    short_facts = task_facts(trace)
+    assert not file_backed(short_facts["launch_ns"])
+    assert long_facts.equals(short_facts)
 
 
 def test_facts_of_a_spark_like_trace_are_unchanged(monkeypatch):
