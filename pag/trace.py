@@ -41,7 +41,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from sparktrail.errors import InputError
+from sparktrail.errors import InputError, SparktrailError
 
 from .context import CONTEXT_KEY, AppContext, ContextError
 from .query_engine import collect
@@ -576,21 +576,28 @@ def mapped_concat(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
     """
     coded = _CategoricalCodes()
     schema: pl.Schema | None = None
-    with tempfile.TemporaryFile(prefix="sparktrail-") as file:
-        writer = None
-        for part in parts:
-            if schema is None:
-                schema = part.schema
-            table = coded.encode(part).to_arrow()
-            if writer is None:
-                writer = ipc.new_file(file, table.schema)
-            writer.write_table(table)
-            del table
-        if writer is None or schema is None:
-            raise InputError("mapped_concat needs at least one frame")
-        writer.close()
-        file.flush()
-        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        with tempfile.TemporaryFile(prefix="sparktrail-") as file:
+            writer = None
+            for part in parts:
+                if schema is None:
+                    schema = part.schema
+                table = coded.encode(part).to_arrow()
+                if writer is None:
+                    writer = ipc.new_file(file, table.schema)
+                writer.write_table(table)
+                del table
+            if writer is None or schema is None:
+                raise InputError("mapped_concat needs at least one frame")
+            writer.close()
+            file.flush()
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as err:
+        raise SparktrailError(
+            f"could not write a temporary file in {tempfile.gettempdir()} "
+            f"({err}); point TMPDIR at a disk with room (a long trace's task "
+            "facts take about 100 bytes a task there)"
+        ) from err
     _MAPPED.add(mapped)
     table = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
     read = pl.from_arrow(table, rechunk=False)

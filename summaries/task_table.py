@@ -154,7 +154,10 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     :class:`~sparktrail.pag.trace.Trace`. A long trace is aggregated in
     chunks of task ids (ranges of equal width, about
     :data:`TASK_CHUNK_ROWS` rows each when ids are dense), which bounds the
-    group-by's memory at the cost of a scan of the trace per chunk.
+    group-by's memory at the cost of a scan of the trace per chunk; each
+    chunk's facts go to a memory-mapped temporary file as they come
+    (:func:`~sparktrail.pag.trace.mapped_concat`), so the facts of a long
+    trace are pages of a file, resident while a step reads them.
     """
     optional = {
         "partition": pl.Int64,

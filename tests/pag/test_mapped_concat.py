@@ -59,3 +59,16 @@ def test_its_columns_point_into_a_file_not_the_heap():
 def test_no_part_is_refused():
     with pytest.raises(InputError, match="at least one frame"):
         mapped_concat([])
+
+
+def test_a_temporary_directory_that_cannot_be_written_is_named(monkeypatch, tmp_path):
+    # GIVEN TMPDIR pointing at a path that is no directory
+    import tempfile
+
+    from sparktrail.errors import SparktrailError
+
+    missing = tmp_path / "gone"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    # THEN the error names the directory and what to do, not a traceback
+    with pytest.raises(SparktrailError, match="gone.*TMPDIR"):
+        mapped_concat([pl.DataFrame({"a": [1]})])
