@@ -102,6 +102,12 @@ def _wrap_rules(phases: Phases) -> None:
 
 def main(argv: list[str]) -> int:
     """Profile with the phases wrapped; print their peaks."""
+    from sparktrail.cli import configure_allocator
+
+    # The allocator setting of `sparktrail profile`, made before the
+    # phases' modules import polars (jemalloc reads it once): the phases
+    # ran with polars' default, not the command's.
+    configure_allocator(["profile"])
     phases = Phases()
 
     def sampler() -> None:

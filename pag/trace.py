@@ -63,6 +63,7 @@ __all__ = [
     "empty_trace",
     "load_trace",
     "mapped_concat",
+    "maps_in_place",
     "read_context",
     "read_trace",
     "release_mapped_pages",
@@ -550,6 +551,17 @@ def collect_slices(
     """
     parts = [collect(query(at, part), len(part)) for at, part in trace_slices(frame)]
     return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+
+def maps_in_place(rows: int) -> bool:
+    """Whether a per-task table of ``rows`` rows that a whole run keeps
+    goes to a mapped file (:func:`mapped_concat`): when it is longer than a
+    slice of :func:`trace_slices`.
+
+    >>> maps_in_place(10), maps_in_place(SLICE_ROWS + 1)
+    (False, True)
+    """
+    return rows > SLICE_ROWS
 
 
 def mapped_concat(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:

@@ -76,6 +76,8 @@ from sparktrail.pag.trace import (
     TraceLike,
     collect_slices,
     load_trace,
+    mapped_concat,
+    maps_in_place,
     release_mapped_pages,
     trace_slices,
 )
@@ -263,6 +265,12 @@ class Replay:
             pl.Series("lag_release", lag_release, pl.Int64),
             pl.Series("lag_slot", lag_slot, pl.Int64),
         )
+        del lag_release, lag_slot
+        if maps_in_place(kept.height):
+            # A long trace's model (52 bytes a task) waits for the hints'
+            # replays in a mapped file: each run reads its pages and gives
+            # them back (DESIGN §10).
+            kept = mapped_concat([kept])
         multiplier = _multiplier(trace)
         return cls(kept, stages, gaps, start, end, slots, executors, multiplier, plan)
 
@@ -347,6 +355,7 @@ class Replay:
         )
         ids = self.stages["stage_id"].to_list()
         stage_ns = {ids[s]: e - b for s, (b, e) in spans.items()}
+        release_mapped_pages()  # a mapped model's pages this run read
         return Outcome(wall_end - self.start_ns, stage_ns, slots, len(dur))
 
     # -- what a change names --------------------------------------------------

@@ -4,6 +4,7 @@ facts, computed once.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -16,7 +17,13 @@ from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import SMALL_ROWS, collect
-from sparktrail.pag.trace import Trace, collect_slices, release_mapped_pages
+from sparktrail.pag.trace import (
+    Trace,
+    collect_slices,
+    mapped_concat,
+    maps_in_place,
+    release_mapped_pages,
+)
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import TASK_COLUMNS, Replay
 
@@ -62,7 +69,16 @@ def task_shares(
             .select(pl.col("cp_share", "running_cp_share").fill_null(0.0))
         )
     facts = facts.drop("cp_share", "running_cp_share", strict=False)
-    return facts.hstack(_chunked_like(aligned, facts["task_id"]))
+    aligned = _chunked_like(aligned, facts["task_id"])
+    if maps_in_place(len(aligned)):
+        # Beside a long trace's mapped facts, in a mapped file of their own
+        # (16 bytes a task), chunk for chunk.
+        lengths = [len(chunk) for chunk in facts["task_id"].get_chunks()]
+        starts = itertools.accumulate([0, *lengths[:-1]])
+        aligned = mapped_concat(
+            aligned.slice(at, n) for at, n in zip(starts, lengths, strict=True)
+        )
+    return facts.hstack(aligned)
 
 
 def _scattered(ids: pl.Series, shares: pl.DataFrame) -> pl.DataFrame | None:

@@ -70,5 +70,5 @@ def test_a_temporary_directory_that_cannot_be_written_is_named(monkeypatch, tmp_
     missing = tmp_path / "gone"
     monkeypatch.setattr(tempfile, "tempdir", str(missing))
     # THEN the error names the directory and what to do, not a traceback
-    with pytest.raises(SparktrailError, match="gone.*TMPDIR"):
+    with pytest.raises(SparktrailError, match=r"gone.*TMPDIR"):
         mapped_concat([pl.DataFrame({"a": [1]})])

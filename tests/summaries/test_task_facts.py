@@ -105,3 +105,30 @@ def test_executor_parsed_per_name_equals_the_regex_per_row(workers):
     # THEN it is what polars' regular expression gives on every row
     per_row = frame.select(worker_names.executor_of(pl.col("w"))).to_series()
     assert per_name.to_list() == per_row.to_list()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_cp_shares_of_a_long_runs_tasks_sit_beside_them_in_a_mapped_file(
+    monkeypatch,
+):
+    # GIVEN the mapped facts of a trace too long for one group-by, and the
+    # CP of some of its tasks
+    from sparktrail.pag import trace as trace_module
+    from sparktrail.summaries.hints import task_shares
+
+    monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", 50)
+    facts = task_facts(profile_trace(900))
+    cp = pl.DataFrame(
+        {"task_id": [3, 7, 100], "cp": [0.5, 1.0, 0.25], "windows": [1, 2, 1]}
+    )
+    in_memory = task_shares(facts, cp, 4)
+    # WHEN the run's tasks are more than a slice
+    monkeypatch.setattr(trace_module, "SLICE_ROWS", 40)
+    mapped = task_shares(facts, cp, 4)
+    # THEN the shares are pages of a file, chunk for chunk with the facts,
+    # and the same shares
+    assert file_backed(mapped["cp_share"]) and file_backed(mapped["running_cp_share"])
+    assert not file_backed(in_memory["cp_share"])
+    assert mapped["cp_share"].chunk_lengths() == mapped["task_id"].chunk_lengths()
+    assert mapped.equals(in_memory)
+    assert mapped.filter(pl.col("task_id") == 7)["running_cp_share"].item() == 0.5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import sys
 
 import polars as pl
 import pytest
@@ -215,3 +216,29 @@ def test_task_facts_without_the_model_columns_are_refused_naming_them():
     # WHEN a model is built from them
     with pytest.raises(InputError, match="overhead_ns"):
         Replay.of(trace, facts)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_long_runs_model_waits_in_a_mapped_file_and_predicts_the_same(
+    monkeypatch,
+):
+    # GIVEN a real Spark log's model, and the same model of a run long
+    # enough that its tasks are kept in a mapped file
+    from sparktrail.pag import trace as trace_module
+    from tests.mapped import file_backed
+
+    trace = load_trace(import_trace(SHARED_LOG, progress=False))
+    facts = task_facts(trace)
+    in_memory = Replay.of(trace, facts)
+    monkeypatch.setattr(trace_module, "SLICE_ROWS", 3)
+    mapped = Replay.of(trace, facts)
+    # THEN the long run's model is pages of a file, the same model, and
+    # its replays (unchanged, a re-divided stage, a speculative copy) the same
+    assert file_backed(mapped.tasks["duration_ns"])
+    assert not file_backed(in_memory.tasks["duration_ns"])
+    _same_model(mapped, in_memory)
+    stage = int(in_memory.stages["stage_id"][0])
+    task = int(in_memory.tasks["task_id"][0])
+    for change in (None, StagePartitions(stage, 2), SpeculateTask(task)):
+        assert mapped.run(change) == in_memory.run(change)
+        assert mapped.run(change, lags=False) == in_memory.run(change, lags=False)
