@@ -608,7 +608,7 @@ def mapped_concat(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
         raise SparktrailError(
             f"could not write a temporary file in {tempfile.gettempdir()} "
             f"({err}); point TMPDIR at a disk with room (a long trace's task "
-            "facts take about 100 bytes a task there)"
+            "facts take ~180 bytes a task there)"
         ) from err
     _MAPPED.add(mapped)
     table = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
