@@ -186,8 +186,8 @@ class Replay:
             columns of :data:`TASK_COLUMNS`), when the caller has them: the
             same model, without grouping the trace rows again. A list
             holding them hands them over: the build takes them out of it,
-            so they go once their launch-order copy is made, not when the
-            caller drops them (at 3.3·10^7 tasks, 1.4 GB less at the peak).
+            so they can go once their launch-order copy is made, not only
+            when the caller drops them.
 
         Raises
         ------
