@@ -66,7 +66,9 @@ __all__ = [
     "maps_in_place",
     "read_context",
     "read_trace",
+    "release_if_long",
     "release_mapped_pages",
+    "slices_query",
     "trace_file_names",
     "trace_files",
     "trace_slices",
@@ -551,6 +553,35 @@ def collect_slices(
     """
     parts = [collect(query(at, part), len(part)) for at, part in trace_slices(frame)]
     return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+
+def slices_query(
+    frame: pl.DataFrame, query: Callable[[int, pl.DataFrame], pl.LazyFrame]
+) -> pl.LazyFrame:
+    """:func:`collect_slices` as a query to go on with: a frame of one
+    slice is ``query(0, frame)`` itself, not collected (a window's rows:
+    one query with what follows it), a longer frame its slices' results.
+
+    >>> t = pl.DataFrame({"a": [1, 2, 3]})
+    >>> whole = slices_query(t, lambda _, part: part.lazy())
+    >>> whole.select(pl.sum("a")).collect().item()
+    6
+    """
+    if frame.height <= SLICE_ROWS:
+        return query(0, frame)
+    return collect_slices(frame, query).lazy()
+
+
+def release_if_long(rows: int) -> None:
+    """:func:`release_mapped_pages` after a step that read a table of
+    ``rows`` rows, when that is longer than a slice: the pages of a
+    window's rows stay (no system call per window, as in
+    :func:`trace_slices`).
+
+    >>> release_if_long(10)
+    """
+    if rows > SLICE_ROWS:
+        release_mapped_pages()
 
 
 def maps_in_place(rows: int) -> bool:

@@ -14,7 +14,12 @@ import polars as pl
 
 from sparktrail.pag.memory import trim_heap
 from sparktrail.pag.snapshot import SnapshotWarning
-from sparktrail.pag.trace import Trace, load_trace, release_mapped_pages
+from sparktrail.pag.trace import (
+    Trace,
+    load_trace,
+    release_if_long,
+    release_mapped_pages,
+)
 from sparktrail.whatif import Replay
 
 from .activity import activity_from_partial
@@ -175,11 +180,11 @@ def summaries_from_partials(
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
     communication = communication_from_partial(partials.channels, windows, valid)
-    _give_back()
+    release_if_long(len(tasks))
     # The tables read every fact of every task: built before the hints,
     # whose ranking goes on without most of them.
     stage_table = stage_stats(tasks, partials.stages, n)
-    _give_back()
+    release_if_long(len(tasks))
     executor_table = executor_stats(tasks, executor, valid.context)
     _give_back()
     context = Context(

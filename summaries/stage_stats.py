@@ -38,8 +38,8 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.context import AppContext
-from sparktrail.pag.query_engine import collect, collect_group_by
-from sparktrail.pag.trace import collect_slices
+from sparktrail.pag.query_engine import collect
+from sparktrail.pag.trace import slices_query
 
 __all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
 
@@ -153,13 +153,13 @@ def _per_group(
     key: str,
     partial: list[pl.Expr],
     whole: list[pl.Expr],
-) -> pl.DataFrame:
+) -> pl.LazyFrame:
     """``whole`` over each ``key`` group of ``tasks`` (``key`` not null),
     from the ``partial`` sums of a slice of the tasks at a time (DESIGN §10:
     a long trace's facts are mapped, and one query over every task would
-    hold the pages of every column it reads)."""
-    parts = collect_slices(
-        _with_optional(tasks),
+    hold the pages of every column it reads); a window's tasks, one query."""
+    parts = slices_query(
+        tasks,
         lambda _, part: (
             part.lazy()
             .filter(pl.col(key).is_not_null())
@@ -261,6 +261,7 @@ def stage_stats(
         .group_by("stage_id")
         .agg((pl.col("cp").sum() / max(1, n_windows)).alias("cp_share"))
     )
+    tasks = _with_optional(tasks)
     facts = _per_group(
         tasks,
         "stage_id",
@@ -282,22 +283,20 @@ def stage_stats(
     )
     # The median of each stage's task times, from those alone (8 bytes a
     # task): not a sum over parts.
-    median = collect_group_by(
-        collect_slices(
-            _with_optional(tasks),
+    median = (
+        slices_query(
+            tasks,
             lambda _, part: (
                 part.lazy()
                 .filter(pl.col("stage_id").is_not_null())
                 .select("stage_id", _SPARK_NS.alias("task_ns"))
             ),
-        ).lazy(),
-        ["stage_id"],
-        [pl.col("task_ns").median().cast(pl.Float64).alias("median_task_ns")],
-        len(tasks),
+        )
+        .group_by("stage_id")
+        .agg(pl.col("task_ns").median().cast(pl.Float64).alias("median_task_ns"))
     )
     out = (
-        facts.lazy()
-        .join(median.lazy(), on="stage_id", how="left")
+        facts.join(median, on="stage_id", how="left")
         .with_columns(
             pl.when(pl.col("median_task_ns") > 0)
             .then(pl.col("max_task_ns") / pl.col("median_task_ns"))
@@ -348,12 +347,11 @@ def executor_stats(
     # its names spelled out for every task were 16 bytes a task.
     per_task = (
         _per_group(
-            tasks,
+            _with_optional(tasks),
             "executor",
             [_SPARK_NS.sum().alias("task_ns"), *_work_partial()],
             [pl.col("task_ns").sum().cast(pl.Int64), *_work()],
         )
-        .lazy()
         .with_columns(pl.col("executor").cast(pl.String).alias("executor_id"))
         .drop("executor")
     )

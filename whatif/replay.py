@@ -78,7 +78,7 @@ from sparktrail.pag.trace import (
     load_trace,
     mapped_concat,
     maps_in_place,
-    release_mapped_pages,
+    release_if_long,
     trace_slices,
 )
 from sparktrail.pag.workers import SLOT_PREFIX, executor_of_name
@@ -209,7 +209,7 @@ class Replay:
         slots, executors = _capacity(trace, source)
         source = source.drop("worker").with_columns(pl.col("stage_id").fill_null(-1))
         order = _launch_order(source)
-        release_mapped_pages()
+        release_if_long(len(order))
         # What needs no order (the stages' and segments' extents, the jobs'
         # spans) is read off the facts as they come: only what the model
         # keeps, and the launches, are gathered into launch order.
@@ -222,7 +222,7 @@ class Replay:
             pl.Int32,
         )
         plan = _Plan.make(source, segment, stages, gaps, start, end)
-        release_mapped_pages()
+        release_if_long(len(order))
         stage = source["stage_id"].replace_strict(
             stages["stage_id"], stages["stage"], return_dtype=pl.Int32
         )
@@ -355,7 +355,7 @@ class Replay:
         )
         ids = self.stages["stage_id"].to_list()
         stage_ns = {ids[s]: e - b for s, (b, e) in spans.items()}
-        release_mapped_pages()  # a mapped model's pages this run read
+        release_if_long(t.height)  # a mapped model's pages this run read
         return Outcome(wall_end - self.start_ns, stage_ns, slots, len(dur))
 
     # -- what a change names --------------------------------------------------
@@ -631,7 +631,7 @@ def _multiplier(trace: Trace) -> float:
 def _gathered(column: pl.Series, order: _Array) -> pl.Series:
     """``column`` in ``order``, the mapped pages it read released."""
     out = column.gather(order)
-    release_mapped_pages()
+    release_if_long(len(order))
     return out
 
 

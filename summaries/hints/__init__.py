@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from sparktrail.pag.trace import release_mapped_pages
+from sparktrail.pag.trace import release_if_long
 
 from .bound import driver_bound, scheduling_bound, shuffle_bound
 from .executors import idle_capacity, straggler_executor
@@ -121,7 +121,7 @@ def rule_hints(context: Context) -> list[Hint]:
     found = []
     for rule in RULES:
         found.extend(rule(context))
-        release_mapped_pages()
+        release_if_long(len(context.tasks))
     return found
 
 

@@ -53,7 +53,7 @@ import numpy as np
 import polars as pl
 
 from sparktrail.pag.memory import trim_heap
-from sparktrail.pag.trace import release_mapped_pages
+from sparktrail.pag.trace import release_if_long
 from sparktrail.whatif.replay import int_median
 
 from .capacity import (
@@ -119,7 +119,7 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
     cold = tasks.select(_first_waves(tasks)).to_series()
     # Each part reads columns of every attempt: a long trace's mapped facts
     # keep their pages only while a part reads them (DESIGN §10).
-    release_mapped_pages()
+    release_if_long(len(tasks))
     if "overhead_ns" not in tasks.columns:
         return cold
     if tasks["launch_ns"].null_count() or tasks["stage_id"].null_count():
@@ -136,7 +136,7 @@ def _cold(tasks: pl.DataFrame) -> pl.Series:
     before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
     first = (pl.col("stage_id") == first_stage) & before_run
     cold = cold | tasks.select(first).to_series()
-    release_mapped_pages()
+    release_if_long(len(tasks))
     return cold
 
 
@@ -182,8 +182,8 @@ def _slowdowns(
     )
     # Of the warm ones, only the three columns read on are filtered.
     done = settled.select("stage_id", "executor", "duration_ns").filter(~_cold(settled))
+    release_if_long(len(settled))
     del settled
-    release_mapped_pages()
     if done.is_empty():
         return {}
     # The others' medians in numpy, over executor codes: a polars filter

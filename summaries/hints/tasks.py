@@ -44,7 +44,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
-from sparktrail.pag.trace import Trace, collect_slices
+from sparktrail.pag.trace import Trace, slices_query
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition
 from sparktrail.whatif.contention import split_slowdowns
 
@@ -92,34 +92,25 @@ def _critical_with_stage_stats(
             *_SKEW_MEDIANS,
         )
         .filter(pl.col("stage_tasks") >= min_tasks)
-        .collect()
     )
     name, call_site = stage_name(pl.col("operator"))
     # The few critical tasks are picked before the join, and the outliers
     # among them before the name parsing: a long trace has millions of
-    # tasks, and a window of a busy stage thousands of critical ones. The
-    # outliers' rows are found a slice of the tasks at a time, reading only
-    # the columns the tests read: every task of a stage on the path is
-    # critical, and their join with the medians held every column of every
-    # task (~90 bytes a task).
-    tasks = ctx.tasks
-    rows = collect_slices(
-        tasks,
-        lambda at, part: (
-            part.lazy()
-            .with_row_index("_row", at)
-            .filter(pl.col("stage_id").is_not_null() & critical)
-            .join(stats.lazy(), on="stage_id", how="inner", maintain_order="left")
-            .filter(outlier)
-            .select("_row")
-        ),
-    )["_row"]
-    return (
-        tasks[rows]
-        .lazy()
-        .join(stats.lazy(), on="stage_id", how="inner", maintain_order="left")
-        .with_columns(name.alias("name"), call_site.alias("call_site"))
-        .collect()
+    # tasks, and a window of a busy stage thousands of critical ones. A
+    # slice of a long trace's tasks at a time: every task of a stage on the
+    # path is critical, and their join with the medians held every column
+    # of every task (~90 bytes a task).
+    return collect(
+        slices_query(
+            ctx.tasks,
+            lambda _, part: (
+                part.lazy()
+                .filter(pl.col("stage_id").is_not_null() & critical)
+                .join(stats, on="stage_id", how="inner", maintain_order="left")
+                .filter(outlier)
+            ),
+        ).with_columns(name.alias("name"), call_site.alias("call_site")),
+        len(ctx.tasks),
     )
 
 
