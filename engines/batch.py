@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.pag.buckets import bucketed_rows
 from sparktrail.pag.chunk_cp import (
     chunk_cp,
     cp_of_touching,
@@ -37,7 +39,7 @@ from sparktrail.pag.windows import (
     to_trace_rows,
 )
 from sparktrail.summaries.finish import summaries_from_partials, warn_pathless
-from sparktrail.summaries.partials import Partials
+from sparktrail.summaries.partials import Partials, TaskSums
 from sparktrail.summaries.result import HintOptions, Summaries
 
 __all__ = [
@@ -157,15 +159,24 @@ def _run_partials(
     """The partials of every window of ``valid`` (:func:`summarize`'s
     batches), with the pathless windows warned of at its caller's caller."""
     parts = []
+    # A long run's task partials are added up as they come, in mapped files
+    # (DESIGN §10), not kept per batch until the combine.
+    task_sums = TaskSums.for_trace(valid.frame)
     for cp, span, done, total in cp_chunks(
         valid.frame, window, origin, chunk_rows=chunk_rows, min_stretch=min_stretch
     ):
-        parts.append(Partials.of(cp.drop("start_ns", "end_ns"), span))
+        part = Partials.of(cp.drop("start_ns", "end_ns"), span)
         del cp
+        if task_sums is not None:
+            task_sums.add(part.tasks)
+            part = replace(part, tasks=part.tasks.clear())
+        parts.append(part)
         if progress is not None:
             progress(done, total)
     if parts:
         partials = Partials.combine(parts)
+        if task_sums is not None:
+            partials = replace(partials, tasks=task_sums.frame())
     else:
         partials = Partials.of(critical_participation(valid, window, origin))
     del parts
@@ -278,17 +289,19 @@ def window_chunks(
     k = lo.alias("k")
     # A slice at a time: the whole trace's window indices and their hash
     # table took ~190 MB at 10^7 rows. Slices' counts of a window, summed.
-    count = pl.len().alias("count")
+    # Each window's last events too (``last``), so that no pass reads the
+    # whole trace's times at once (~1.5 GB at 10^8 rows).
+    count = (pl.len().alias("count"), hi.max().alias("last"))
     counts = (
-        collect_slices(trace, lambda _, part: part.lazy().group_by(k).agg(count))
+        collect_slices(trace, lambda _, part: part.lazy().group_by(k).agg(*count))
         .group_by("k")
-        .agg(pl.col("count").sum())
+        .agg(pl.col("count").sum(), pl.col("last").max())
         .sort("k")
     )
     windows = counts["k"].to_numpy()
     group = (np.cumsum(counts["count"].to_numpy()) - 1) // chunk_rows
     firsts = windows[np.flatnonzero(np.diff(group, prepend=-1))]
-    end = max(int(windows[-1]), int(trace.select(hi.max()).item())) + 1
+    end = max(int(windows[-1]), int(counts["last"].max())) + 1  # type: ignore[arg-type]
     bounds = [*(int(f) for f in firsts), end]
     return [
         (origin_ns + a * window_ns, origin_ns + b * window_ns)
@@ -383,26 +396,29 @@ def chunk_candidates(
     """
     lo, hi = coarse_range(window_ns, origin_ns)
     firsts = np.array([(b[0] - origin_ns) // window_ns for b in batches])
-    first_batch = np.empty(trace.height, dtype=np.int32)
     spans: list[np.ndarray] = []
-    # In slices (:func:`~sparktrail.pag.trace.trace_slices`, pages released
-    # after each): the window indices of 10^7 rows took ~500 MB at once.
-    for start, part in trace_slices(trace):
-        k = part.select(lo, hi)
-        a = np.searchsorted(firsts, k["lo"].to_numpy(), side="right") - 1
-        b = np.searchsorted(firsts, k["hi"].to_numpy(), side="right") - 1
-        first_batch[start : start + len(a)] = a
-        spans.append(np.flatnonzero(b > a).astype(np.int64) + start)
-        spans.append(b[b > a].astype(np.int64))
-    long_rows = np.concatenate(spans[0::2]) if spans else np.empty(0, np.int64)
-    long_last = np.concatenate(spans[1::2]) if spans else np.empty(0, np.int64)
-    long_first = first_batch[long_rows]
-    # Stable: within a bucket the rows stay in trace order.
-    order = np.argsort(first_batch, kind="stable").astype(
-        np.uint32 if trace.height < 2**32 else np.int64
+
+    def first_batches() -> Iterator[np.ndarray]:
+        # In slices (:func:`~sparktrail.pag.trace.trace_slices`, pages
+        # released after each): the window indices of 10^7 rows took ~500
+        # MB at once.
+        for start, part in trace_slices(trace):
+            k = part.select(lo, hi)
+            a = np.searchsorted(firsts, k["lo"].to_numpy(), side="right") - 1
+            b = np.searchsorted(firsts, k["hi"].to_numpy(), side="right") - 1
+            reaches = np.flatnonzero(b > a)
+            spans.extend((reaches.astype(np.int64) + start, b[reaches], a[reaches]))
+            yield a.astype(np.int32)
+
+    # Bucketed by a counting sort, a slice at a time (the rows in a mapped
+    # file when longer than a slice): an argsort of the whole trace's
+    # batches took ~1.6 GB at 10^8 rows (DESIGN §10).
+    order, bounds = bucketed_rows(first_batches(), trace.height, len(batches))
+    long_rows, long_last, long_first = (
+        np.concatenate(spans[i::3]) if spans else np.empty(0, np.int64)
+        for i in range(3)
     )
-    bounds = np.searchsorted(first_batch[order], np.arange(len(batches) + 1))
-    del first_batch
+    spans.clear()
 
     def rows(b: int) -> np.ndarray:
         own = order[bounds[b] : bounds[b + 1]].astype(np.int64)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
+from sparktrail.pag.buckets import bucketed_rows
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.schemas import TASK_WORK_COLUMNS
 from sparktrail.pag.trace import (
@@ -17,6 +18,7 @@ from sparktrail.pag.trace import (
     load_trace,
     mapped_concat,
     release_mapped_pages,
+    trace_slices,
 )
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import OVERHEAD_ACTIVITIES
@@ -27,6 +29,7 @@ __all__ = [
     "TASK_CHUNK_ROWS",
     "USEFUL",
     "task_facts",
+    "task_id_range",
 ]
 
 
@@ -178,7 +181,7 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     # aggregations only: a 10^7-row trace has millions of tasks, and
     # expressions such as ``drop_nulls().first()`` would materialize every
     # group.
-    ids = _id_range(frame)
+    ids = task_id_range(frame)
     # A fact whose trace column holds no value is null for every task: it is
     # added at the end as a constant column (no memory), not aggregated
     # into millions of nulls.
@@ -195,31 +198,21 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
     starts = range(lo, hi, step)
     # The task rows are bucketed by chunk once (stable: each bucket keeps
     # the trace's row order, which ``first`` reads); filtering the whole
-    # trace for each chunk would make this quadratic in rows.
-    # A slice of the trace at a time: the pass reads every row's task id,
-    # activity and workers, whose pages would all stay resident (DESIGN §10).
-    # Narrow: 8 bytes a task row, not 16 (~80 MB less at 10^7 rows, and as
-    # much again in the sort's copy).
-    row_type = pl.UInt32 if len(frame) < 2**32 else pl.Int64
-    keyed = collect_slices(
-        frame,
-        lambda at, part: (
-            part.lazy()
-            .with_row_index("row", at)
-            .filter(_TASK_ROWS)
-            .select(
-                pl.col("row").cast(row_type),
-                ((pl.col("task_id") - lo) // step).cast(pl.Int32).alias("chunk"),
-            )
-        ),
-    ).sort("chunk", maintain_order=True)
-    bounds = (
-        keyed["chunk"]
-        .search_sorted(pl.Series(range(len(starts) + 1), dtype=pl.Int32))
-        .to_list()
+    # trace for each chunk would make this quadratic in rows. A slice of
+    # the trace at a time, by a counting sort into a mapped file
+    # (:func:`~sparktrail.pag.buckets.bucketed_rows`): a sort of every task
+    # row's chunk kept 8 bytes a task row in memory, twice (DESIGN §10).
+    chunk = (
+        pl.when(_TASK_ROWS)
+        .then((pl.col("task_id") - lo) // step)
+        .otherwise(-1)
+        .cast(pl.Int32)
     )
-    rows = keyed["row"]
-    del keyed
+    rows, bounds = bucketed_rows(
+        (part.select(chunk).to_series().to_numpy() for _, part in trace_slices(frame)),
+        len(frame),
+        len(starts),
+    )
     # Only the columns the facts read are gathered, and the rows are task
     # rows already: the gather and the filter of a chunk each copied every
     # column of its ~10^6 rows.
@@ -227,9 +220,9 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
 
     def parts() -> Iterator[pl.DataFrame]:
         for k in range(len(starts)):
-            part = _task_chunk(
-                read[rows[bounds[k] : bounds[k + 1]]], absent, task_rows=True
-            )
+            mine = pl.Series(rows[bounds[k] : bounds[k + 1]])
+            part = _task_chunk(read[mine], absent, task_rows=True)
+            del mine
             release_mapped_pages()
             yield part
 
@@ -245,9 +238,10 @@ def task_facts(trace: pl.DataFrame | Trace) -> pl.DataFrame:
 
 
 def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
-    """``facts`` with each column that holds one value (or only nulls) for
-    every task kept as that value once, and each integer column equal to an
-    earlier one sharing its memory: the same columns with the same values.
+    """``facts`` with each integer column that holds one value (or only
+    nulls) for every task kept as that value once, and each integer column
+    equal to an earlier one sharing its memory: the same columns with the
+    same values.
 
     Many facts are the same for every task of a trace (no job, partition,
     records, spills or state; one stage; no shuffle), and some equal others
@@ -255,7 +249,10 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
     3.3·10^6 tasks each is 26 MB, for every rule that reads the table.
     A literal column stays one value through polars' filters, gathers and
     slices. A mapped frame's pages (:func:`~sparktrail.pag.trace.
-    mapped_concat`) are released after each column is read.
+    mapped_concat`) are released after each column is read. String
+    columns are left as they are: :func:`~sparktrail.pag.trace.
+    mapped_concat` reads one of a single value back as that value, and
+    reading the column here would spell it out for every task.
 
     >>> facts = pl.DataFrame({"task_id": [1, 2], "a": [3, 3], "b": [4, 5],
     ...     "c": [4, 5], "d": [None, None], "e": ["x", "x"]},
@@ -267,17 +264,15 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
     stored: list[pl.Series | pl.Expr] = []
     # Integer columns by (dtype, nulls, min, max): only those can be equal.
     earlier: dict[tuple[object, ...], list[pl.Series]] = {}
-    for column in facts.iter_columns():
-        name, dtype, nulls = column.name, column.dtype, column.null_count()
-        if name == "task_id" or not (dtype.is_integer() or dtype == pl.String):
+    for name, dtype in facts.schema.items():
+        if name == "task_id" or not dtype.is_integer():
             continue
+        # The pages the last column's checks read, whichever way it went.
+        release_mapped_pages()
+        column = facts[name]
+        nulls = column.null_count()
         if nulls == len(column):
             stored.append(pl.lit(None, dtype=dtype).alias(name))
-            continue
-        if dtype == pl.String:
-            first = column[0]
-            if nulls == 0 and bool((column == first).all()):
-                stored.append(pl.lit(first, dtype=dtype).alias(name))
             continue
         lo, hi = column.min(), column.max()
         if nulls == 0 and lo == hi:
@@ -289,13 +284,17 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
             alike.append(column)
         else:
             stored.append(twin.alias(name))
-        release_mapped_pages()
+    release_mapped_pages()
     return facts.with_columns(stored) if stored else facts
 
 
-def _id_range(frame: pl.DataFrame) -> tuple[int, int] | None:
+def task_id_range(frame: pl.DataFrame) -> tuple[int, int] | None:
     """The lowest and highest task id of ``frame`` (None without one), a
-    slice at a time (:func:`~sparktrail.pag.trace.collect_slices`)."""
+    slice at a time (:func:`~sparktrail.pag.trace.collect_slices`).
+
+    >>> task_id_range(pl.DataFrame({"task_id": [4, None, 2]}))
+    (2, 4)
+    """
     ends_of = (pl.col("task_id").min().alias("lo"), pl.col("task_id").max().alias("hi"))
     ends = collect_slices(frame, lambda _, part: part.lazy().select(ends_of))
     lo, hi = ends["lo"].min(), ends["hi"].max()

@@ -10,3 +10,11 @@ SHARED_LOG = EVENTLOGS / "local-1532512550423"
 KAFKA_STREAMING_LOG = (
     EVENTLOGS / "public" / "spark" / "spark-events" / "local-1596020211915"
 )
+#: A public log of failing tasks and lost executors: 8,580 attempts.
+FAILING_TASKS_LOG = (
+    EVENTLOGS
+    / "public"
+    / "rapids"
+    / "spark-events-profiling"
+    / "tasks_executors_fail_compressed_eventlog.zstd"
+)

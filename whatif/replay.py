@@ -76,6 +76,7 @@ from sparktrail.pag.trace import (
     TraceLike,
     collect_slices,
     load_trace,
+    mapped_array,
     mapped_concat,
     maps_in_place,
     release_if_long,
@@ -244,7 +245,10 @@ class Replay:
         )
         launch = _int64(_gathered(source["launch_ns"], order))
         del source, stage, segment, order
-        free = np.empty(kept.height, dtype=np.int64)
+        # A long run's arrays of a task each (DESIGN §10): its launches and
+        # the model's columns were gathered into mapped files, and what the
+        # traced replay writes goes to them too.
+        free = _scratch(kept.height)
         stage_index = _int32(kept["stage"])
         release = plan.simulate(
             _int64(kept["duration_ns"]),
@@ -255,8 +259,8 @@ class Replay:
             fixed=launch,
             free_at=free,
         )[2]
-        lag_release = np.empty(kept.height, dtype=np.int64)
-        lag_slot = np.empty(kept.height, dtype=np.int64)
+        lag_release = _scratch(kept.height)
+        lag_slot = _scratch(kept.height)
         launch_lags(
             launch, stage_index, free, release, stages.height, lag_release, lag_slot
         )
@@ -629,10 +633,20 @@ def _multiplier(trace: Trace) -> float:
 
 
 def _gathered(column: pl.Series, order: _Array) -> pl.Series:
-    """``column`` in ``order``, the mapped pages it read released."""
+    """``column`` in ``order``, the mapped pages it read released; a long
+    run's in a mapped file of its own (:func:`~sparktrail.pag.trace.mapped_concat`),
+    so that only one gathered column is in memory at a time."""
     out = column.gather(order)
     release_if_long(len(order))
+    if maps_in_place(len(order)):
+        out = mapped_concat([out.to_frame()]).to_series()
     return out
+
+
+def _scratch(n: int) -> _Array:
+    """An int64 array of ``n`` items for the traced replay to write: a long
+    run's in a mapped file (:func:`~sparktrail.pag.trace.mapped_array`)."""
+    return mapped_array(n, np.int64) if maps_in_place(n) else np.empty(n, np.int64)
 
 
 def _int64(values: pl.Series | _Array) -> _Array:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -54,11 +55,12 @@ def task_shares(
     >>> task_shares(facts, cp, 2).rows()
     [(1, 0.25, 0.5), (2, 0.0, 0.0)]
     """
-    shares = task_cp.select(
-        "task_id",
-        run_share(pl.col("cp"), n_windows).alias("cp_share"),
-        (pl.col("cp") / pl.col("windows")).alias("running_cp_share"),
-    )
+    facts = facts.drop("cp_share", "running_cp_share", strict=False)
+    if maps_in_place(len(facts)):
+        mapped = _mapped_shares(facts["task_id"], task_cp, n_windows)
+        if mapped is not None:
+            return facts.hstack(mapped)
+    shares = _shares(task_cp, n_windows)
     # Only the share columns are gathered and stacked onto the facts: a join
     # would copy every column of millions of tasks.
     aligned = _scattered(facts["task_id"], shares)
@@ -68,7 +70,6 @@ def task_shares(
             .join(shares, on="task_id", how="left", maintain_order="left")
             .select(pl.col("cp_share", "running_cp_share").fill_null(0.0))
         )
-    facts = facts.drop("cp_share", "running_cp_share", strict=False)
     aligned = _chunked_like(aligned, facts["task_id"])
     if maps_in_place(len(aligned)):
         # Beside a long trace's mapped facts, in a mapped file of their own
@@ -79,6 +80,63 @@ def task_shares(
             aligned.slice(at, n) for at, n in zip(starts, lengths, strict=True)
         )
     return facts.hstack(aligned)
+
+
+def _shares(task_cp: pl.DataFrame, n_windows: int) -> pl.DataFrame:
+    """``task_id, cp_share, running_cp_share`` of :func:`task_shares`."""
+    return task_cp.select(
+        "task_id",
+        run_share(pl.col("cp"), n_windows).alias("cp_share"),
+        (pl.col("cp") / pl.col("windows")).alias("running_cp_share"),
+    )
+
+
+class _NotAligned(Exception):
+    """A chunk of task ids the shares cannot be scattered onto."""
+
+
+def _mapped_shares(
+    ids: pl.Series, task_cp: pl.DataFrame, n_windows: int
+) -> pl.DataFrame | None:
+    """:func:`task_shares`' share columns for a long run, a chunk of
+    ``ids`` at a time, into a mapped file (DESIGN §10); None unless the
+    chunks are increasing runs of ids, ``task_cp`` is sorted by task id (a
+    long run's is: :class:`~sparktrail.summaries.partials.TaskSums`) and
+    each of its tasks is in ``ids``.
+
+    Each chunk's tasks are the run of ``task_cp`` between its first and
+    last id: the shares of the whole run (24 bytes a task, and as much
+    again aligned) are never in memory at once.
+    """
+    keys = task_cp["task_id"]
+    if keys.null_count() or ids.null_count() or not keys.is_sorted():
+        return None
+    placed = 0
+
+    def parts() -> Iterator[pl.DataFrame]:
+        nonlocal placed
+        last = None
+        for chunk in ids.get_chunks():
+            if len(chunk) == 0:
+                continue
+            lo, hi = int(chunk[0]), int(chunk[-1])
+            if last is not None and lo <= last:
+                raise _NotAligned
+            last = hi
+            a = int(keys.search_sorted(lo, side="left"))
+            b = int(keys.search_sorted(hi, side="right"))
+            part = _scattered(chunk, _shares(task_cp.slice(a, b - a), n_windows))
+            if part is None:
+                raise _NotAligned
+            placed += b - a
+            release_mapped_pages()
+            yield part
+
+    try:
+        aligned = mapped_concat(parts())
+    except _NotAligned:
+        return None
+    return aligned if placed == len(keys) else None
 
 
 def _scattered(ids: pl.Series, shares: pl.DataFrame) -> pl.DataFrame | None:

@@ -10,7 +10,7 @@ import pytest
 
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import mapped_concat
-from tests.mapped import file_backed
+from tests.mapped import array_file_backed, file_backed
 
 
 def _parts() -> list[pl.DataFrame]:
@@ -30,6 +30,27 @@ def _parts() -> list[pl.DataFrame]:
             schema_overrides=categorical,
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [["a", "a"], ["a"], ["a", "a"]],  # one value: kept once
+        [["a", None], ["b"], ["a", "c"]],  # names across parts, a null
+        [[None, None], [None], [None, None]],  # no value
+    ],
+)
+def test_string_columns_read_back_as_written(values):
+    parts = [
+        pl.DataFrame(
+            {"s": v, "n": range(len(v))}, schema={"s": pl.String, "n": pl.Int64}
+        )
+        for v in values
+    ]
+    mapped = mapped_concat(parts)
+    assert mapped.schema == parts[0].schema
+    assert mapped.equals(pl.concat(parts))
+    assert mapped["s"].to_list() == [x for v in values for x in v]
 
 
 def test_the_mapped_table_is_the_parts_concatenated_with_their_types():
@@ -72,3 +93,30 @@ def test_a_temporary_directory_that_cannot_be_written_is_named(monkeypatch, tmp_
     # THEN the error names the directory and what to do, not a traceback
     with pytest.raises(SparktrailError, match=r"gone.*TMPDIR"):
         mapped_concat([pl.DataFrame({"a": [1]})])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_mapped_array_keeps_what_was_written_after_its_pages_are_released():
+    from sparktrail.pag.trace import mapped_array, release_mapped_pages
+
+    array = mapped_array(3 * 2**20, np.int64)
+    assert array_file_backed(array)
+    assert not array.any()  # starts as zeros
+    array[:: 2**16] = np.arange(48)
+    release_mapped_pages()
+    # The released pages went back to the file, not away.
+    assert array[:: 2**16].tolist() == list(range(48))
+    assert int(array.sum()) == sum(range(48))
+
+
+def test_a_mapped_array_in_a_temporary_directory_that_cannot_be_written(
+    monkeypatch, tmp_path
+):
+    import tempfile
+
+    from sparktrail.errors import SparktrailError
+    from sparktrail.pag.trace import mapped_array
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.raises(SparktrailError, match=r"gone.*TMPDIR"):
+        mapped_array(10, np.int32)

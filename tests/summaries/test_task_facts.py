@@ -108,8 +108,16 @@ def test_executor_parsed_per_name_equals_the_regex_per_row(workers):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize(
+    "task_ids",
+    [
+        [3, 7, 100, 250],  # sorted, as a long run's are: a chunk at a time
+        [100, 7, 250, 3],  # unsorted: scattered at once
+        [3, 7, 100, 10**6],  # a task without facts: joined
+    ],
+)
 def test_cp_shares_of_a_long_runs_tasks_sit_beside_them_in_a_mapped_file(
-    monkeypatch,
+    monkeypatch, task_ids
 ):
     # GIVEN the mapped facts of a trace too long for one group-by, and the
     # CP of some of its tasks
@@ -118,8 +126,9 @@ def test_cp_shares_of_a_long_runs_tasks_sit_beside_them_in_a_mapped_file(
 
     monkeypatch.setattr(task_table, "TASK_CHUNK_ROWS", 50)
     facts = task_facts(profile_trace(900))
+    assert facts["task_id"].n_chunks() > 3
     cp = pl.DataFrame(
-        {"task_id": [3, 7, 100], "cp": [0.5, 1.0, 0.25], "windows": [1, 2, 1]}
+        {"task_id": task_ids, "cp": [0.5, 1.0, 0.25, 0.125], "windows": [1, 2, 1, 1]}
     )
     in_memory = task_shares(facts, cp, 4)
     # WHEN the run's tasks are more than a slice
@@ -132,3 +141,6 @@ def test_cp_shares_of_a_long_runs_tasks_sit_beside_them_in_a_mapped_file(
     assert mapped["cp_share"].chunk_lengths() == mapped["task_id"].chunk_lengths()
     assert mapped.equals(in_memory)
     assert mapped.filter(pl.col("task_id") == 7)["running_cp_share"].item() == 0.5
+    shares = zip(task_ids, [0.5, 1.0, 0.25, 0.125], strict=True)
+    with_facts = sum(share for task, share in shares if task < 10**6)
+    assert mapped["cp_share"].sum() == pytest.approx(with_facts / 4)
