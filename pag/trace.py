@@ -686,8 +686,8 @@ def _no_room(err: OSError) -> SparktrailError:
     """What to do when a mapped temporary file cannot be written."""
     return SparktrailError(
         f"could not write a temporary file in {tempfile.gettempdir()} "
-        f"({err}); point TMPDIR at a disk with room (a long trace's task "
-        "facts take ~180 bytes a task there)"
+        f"({err}); point TMPDIR at a disk with room (a long trace's "
+        "profile maps ~150 bytes a task there at once)"
     )
 
 
