@@ -269,12 +269,11 @@ class Replay:
             pl.Series("lag_release", lag_release, pl.Int64),
             pl.Series("lag_slot", lag_slot, pl.Int64),
         )
+        # A long trace's model (52 bytes a task) now waits for the hints'
+        # replays in mapped files, every column of it (the gathers' files
+        # and the lags' arrays): each run reads its pages and gives them
+        # back (DESIGN §10).
         del lag_release, lag_slot
-        if maps_in_place(kept.height):
-            # A long trace's model (52 bytes a task) waits for the hints'
-            # replays in a mapped file: each run reads its pages and gives
-            # them back (DESIGN §10).
-            kept = mapped_concat([kept])
         multiplier = _multiplier(trace)
         return cls(kept, stages, gaps, start, end, slots, executors, multiplier, plan)
 

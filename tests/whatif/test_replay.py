@@ -235,6 +235,7 @@ def test_a_long_runs_model_waits_in_a_mapped_file_and_predicts_the_same(
     # THEN the long run's model is pages of a file, the same model, and
     # its replays (unchanged, a re-divided stage, a speculative copy) the same
     assert file_backed(mapped.tasks["duration_ns"])
+    assert all(file_backed(column) for column in mapped.tasks.iter_columns())
     assert not file_backed(in_memory.tasks["duration_ns"])
     _same_model(mapped, in_memory)
     stage = int(in_memory.stages["stage_id"][0])
