@@ -70,6 +70,7 @@ __all__ = [
     "read_trace",
     "release_if_long",
     "release_mapped_pages",
+    "slices_group_by",
     "slices_query",
     "trace_file_names",
     "trace_files",
@@ -572,6 +573,37 @@ def slices_query(
     if frame.height <= SLICE_ROWS:
         return query(0, frame)
     return collect_slices(frame, query).lazy()
+
+
+def slices_group_by(
+    frame: pl.DataFrame,
+    keys: list[str],
+    partial: list[pl.Expr],
+    whole: list[pl.Expr],
+    where: pl.Expr | None = None,
+) -> pl.LazyFrame:
+    """``whole`` per group of ``keys`` of ``frame``'s rows (those ``where``
+    holds), from the ``partial`` aggregates of a slice at a time
+    (:func:`slices_query`): for aggregates that add up over slices (sums,
+    counts, firsts, extremes), not medians.
+
+    Groups come in the order the rows first hold them, and each group's
+    partial rows in slice order, so a first of the partials is the
+    group's first.
+
+    >>> t = pl.DataFrame({"k": [1, 2, 1, None], "v": [3, 4, 5, 6]})
+    >>> q = slices_group_by(t, ["k"], [pl.col("v").sum()], [pl.col("v").sum()],
+    ...     where=pl.col("k").is_not_null())
+    >>> q.collect().rows()
+    [(1, 8), (2, 4)]
+    """
+
+    def per_slice(_: int, part: pl.DataFrame) -> pl.LazyFrame:
+        rows = part.lazy() if where is None else part.lazy().filter(where)
+        return rows.group_by(keys, maintain_order=True).agg(partial)
+
+    parts = slices_query(frame, per_slice)
+    return parts.group_by(keys, maintain_order=True).agg(whole)
 
 
 def release_if_long(rows: int) -> None:

@@ -21,7 +21,12 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.query_engine import SMALL_ROWS, collect, collect_all
-from sparktrail.pag.trace import Trace, maps_in_place, slices_query
+from sparktrail.pag.trace import (
+    Trace,
+    maps_in_place,
+    slices_group_by,
+    slices_query,
+)
 
 from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
 from .task_table import task_facts
@@ -103,16 +108,7 @@ def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.LazyFrame:
             for c in ("tasks", "records", "bytes", "shuffle_write_bytes")
         ),
     ]
-    parts = (
-        slices_query(
-            tasks,
-            lambda _, part: (
-                part.lazy().group_by(by, maintain_order=True).agg(*labels, *sums)
-            ),
-        )
-        .group_by(by, maintain_order=True)
-        .agg(whole)
-    )
+    parts = slices_group_by(tasks, by, [*labels, *sums], whole)
     medians = (
         slices_query(tasks, lambda _, part: part.lazy().select(*by, "duration_ns"))
         .group_by(by)

@@ -39,7 +39,7 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import collect
-from sparktrail.pag.trace import slices_query
+from sparktrail.pag.trace import slices_group_by, slices_query
 
 __all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
 
@@ -158,18 +158,9 @@ def _per_group(
     from the ``partial`` sums of a slice of the tasks at a time (DESIGN §10:
     a long trace's facts are mapped, and one query over every task would
     hold the pages of every column it reads); a window's tasks, one query."""
-    parts = slices_query(
-        tasks,
-        lambda _, part: (
-            part.lazy()
-            .filter(pl.col(key).is_not_null())
-            .group_by(key, maintain_order=True)
-            .agg(partial)
-        ),
+    return slices_group_by(
+        tasks, [key], partial, whole, where=pl.col(key).is_not_null()
     )
-    # Groups in the tasks' order, each group's parts in slice order: a first
-    # value of the parts is the group's first.
-    return parts.group_by(key, maintain_order=True).agg(whole)
 
 
 def _with_optional(tasks: pl.DataFrame) -> pl.DataFrame:
