@@ -49,12 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from sparktrail.pag.memory import trim_heap
-from sparktrail.pag.trace import release_if_long
-from sparktrail.whatif.replay import int_median
 
 from .capacity import (
     PROPOSED_TIMEOUT_NS,
@@ -71,6 +68,7 @@ from .capacity import (
 from .hint import Hint
 from .inputs import Context
 from .platform import cluster_manager, interactive_signs
+from .slowdowns import slowdowns
 from .wording import fmt_s
 
 __all__ = ["idle_capacity", "straggler_executor"]
@@ -83,172 +81,6 @@ def _gc_share(slot_time: pl.DataFrame, executor: str) -> float:
     busy = int(rows["time_ns"].sum())
     gc = int(rows.filter(pl.col("activity") == "gc")["time_ns"].sum())
     return gc / busy if busy else 0.0
-
-
-def _of_executor(tasks: pl.DataFrame, value: pl.Expr) -> pl.Expr:
-    """``value`` aggregated over each executor's tasks, as a column of
-    ``tasks``: what ``value.over("executor")`` gives (the executor is never
-    null), from a group-by of one row per executor: the window expression
-    held ~50 bytes a task while it ran (1.7 GB at 3.3·10^7 tasks)."""
-    of = tasks.group_by("executor").agg(value.alias("value"))
-    if of.is_empty():  # polars' replace_strict fails on an empty mapping
-        return pl.lit(None, dtype=of["value"].dtype)
-    return pl.col("executor").replace_strict(
-        of["executor"], of["value"], return_dtype=of["value"].dtype
-    )
-
-
-def _first_waves(tasks: pl.DataFrame) -> pl.Expr:
-    """Tasks launched on an executor before any task there finished: they
-    carry its start-up (JVM, Python workers), not its speed."""
-    return pl.col("launch_ns") < _of_executor(tasks, pl.col("end_ns").min())
-
-
-#: A task of an executor's first stage that spent this share of its time
-#: before running (scheduling, deserialization) is a cold start.
-COLD_SHARE = 0.5
-
-
-def _cold(tasks: pl.DataFrame) -> pl.Series:
-    """Tasks that carry their executor's start-up, not its speed: its first
-    wave, and the tasks of its first stage that spent most of their time
-    before running (a new executor deserializing its first task binaries
-    and broadcasts: churn of dynamic allocation). A mask of ``tasks``' rows,
-    its two parts computed one after the other: each takes a column of
-    every attempt while it runs."""
-    cold = tasks.select(_first_waves(tasks)).to_series()
-    # Each part reads columns of every attempt: a long trace's mapped facts
-    # keep their pages only while a part reads them (DESIGN §10).
-    release_if_long(len(tasks))
-    if "overhead_ns" not in tasks.columns:
-        return cold
-    if tasks["launch_ns"].null_count() or tasks["stage_id"].null_count():
-        first_stage = (
-            pl.col("stage_id").sort_by("launch_ns", "stage_id").first().over("executor")
-        )
-    else:
-        # The same stage without sorting each executor's attempts (~200
-        # against ~90 MB at 3.3·10^6 tasks): the least stage id among its
-        # earliest launches, which is what sorts first when neither is null.
-        earliest = pl.col("launch_ns") == _of_executor(tasks, pl.col("launch_ns").min())
-        first_stage = _of_executor(tasks.filter(earliest), pl.col("stage_id").min())
-    overhead = pl.col("overhead_ns").fill_null(0)
-    before_run = overhead >= COLD_SHARE * pl.col("duration_ns")
-    first = (pl.col("stage_id") == first_stage) & before_run
-    cold = cold | tasks.select(first).to_series()
-    release_if_long(len(tasks))
-    return cold
-
-
-def _executor_codes(executors: pl.Series) -> tuple[list[str], np.ndarray[Any, Any]]:
-    """The distinct names of ``executors`` (none null) and each attempt's
-    index among them (int32), read off the categorical's codes: 8 bytes an
-    attempt, where replacing the names took ~40.
-
-    >>> names, code = _executor_codes(pl.Series(["2", "1", "2"]))
-    >>> [names[c] for c in code]
-    ['2', '1', '2']
-    """
-    coded = executors.cast(pl.Categorical)
-    distinct = coded.unique()
-    physical = distinct.to_physical().to_numpy()
-    index = np.zeros(int(physical.max()) + 1 if len(physical) else 0, dtype=np.int32)
-    index[physical] = np.arange(len(physical), dtype=np.int32)
-    names = [str(n) for n in distinct.cast(pl.String).to_list()]
-    return names, index[coded.to_physical().to_numpy()]
-
-
-def _slowdowns(
-    tasks: pl.DataFrame, min_tasks: int, hosts: dict[str, str] | None = None
-) -> dict[str, float]:
-    """Each executor's median over stages of (its median task time / the
-    other executors' median task time in the same stage), over the stages
-    where each side ran a task or more, once those stages hold
-    ``min_tasks`` of its tasks and ``min_tasks`` of the others' in all;
-    failed attempts and cold tasks (:func:`_cold`) left out.
-
-    With ``hosts`` (executor -> host), "the others" are the executors on
-    its own host; an executor alone on its host has no slowdown.
-    """
-    # Only the columns read are filtered (selecting them copies nothing).
-    wanted = ["executor", "stage_id", "status", "duration_ns", "launch_ns", "end_ns"]
-    tasks = tasks.select(
-        *wanted, *(["overhead_ns"] if "overhead_ns" in tasks.columns else [])
-    )
-    settled = tasks.filter(
-        pl.col("executor").is_not_null()
-        & pl.col("stage_id").is_not_null()
-        & (pl.col("status").is_null() | (pl.col("status") == "success"))
-    )
-    # Of the warm ones, only the three columns read on are filtered.
-    done = settled.select("stage_id", "executor", "duration_ns").filter(~_cold(settled))
-    release_if_long(len(settled))
-    del settled
-    if done.is_empty():
-        return {}
-    # The others' medians in numpy, over executor codes: a polars filter
-    # per (stage, executor) was a query each (~0.2 ms).
-    names, code = _executor_codes(done["executor"])
-    stage_of = done["stage_id"].to_numpy()
-    durations = done["duration_ns"].to_numpy()
-    del done  # in numpy now
-    own = _own_medians(stage_of, code, durations, names)
-    host_code = host_of = np.zeros(0, dtype=np.int32)
-    if hosts is not None:
-        # Each task's host as a small integer (its executor's host's index
-        # among the distinct ones): the host names themselves were a numpy
-        # string array of 3.3·10^6 x 28 bytes.
-        host_names = [hosts.get(n) or f"?{n}" for n in names]
-        host_index = {h: i for i, h in enumerate(dict.fromkeys(host_names))}
-        host_code = np.array([host_index[h] for h in host_names], dtype=np.int32)
-        host_of = host_code[code]
-    ratios: dict[str, list[float]] = {}
-    counts: dict[str, list[int]] = {}  # [own tasks, others' tasks]
-    for stage, executor, median_own, n in own.rows():
-        executor = str(executor)
-        peers = (stage_of == stage) & (code != names.index(executor))
-        if hosts is not None:
-            peers &= host_of == host_code[names.index(executor)]
-        others = durations[peers]
-        if len(others) == 0:
-            continue
-        median = float(int_median(others, in_place=True))  # a copy already
-        if median > 0:
-            ratios.setdefault(executor, []).append(float(median_own) / median)
-            seen = counts.setdefault(executor, [0, 0])
-            seen[0] += int(n)
-            seen[1] += len(others)
-    return {
-        ex: sorted(r)[len(r) // 2]
-        for ex, r in ratios.items()
-        if min(counts[ex]) >= min_tasks
-    }
-
-
-def _own_medians(
-    stage_of: np.ndarray[Any, Any],
-    code: np.ndarray[Any, Any],
-    durations: np.ndarray[Any, Any],
-    names: list[str],
-) -> pl.DataFrame:
-    """``stage_id, executor, own, n``: the median task time and the tasks of
-    each (stage, executor code) pair (codes index ``names``).
-
-    Grouped by one integer per pair, not by the two keys: polars' median
-    over a group-by of two keys took 280 MB beside 3.3·10^6 tasks.
-    """
-    width = max(1, len(names))
-    pairs = pl.DataFrame({"pair": stage_of * width + code, "duration_ns": durations})
-    own = pairs.group_by("pair").agg(
-        pl.col("duration_ns").median().alias("own"), pl.len().alias("n")
-    )
-    stage, executor = np.divmod(own["pair"].to_numpy(), width)
-    return own.select(
-        pl.Series("stage_id", stage),
-        pl.Series("executor", np.array(names, dtype=object)[executor], pl.String),
-        "own",
-        "n",
-    )
 
 
 def _saving(
@@ -340,9 +172,9 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     rows = ctx.executor.filter(pl.col("role") == "executor")
     if len(rows) < 2:
         return []
-    slowdowns = _slowdowns(ctx.tasks, opts.straggler_min_tasks)
+    measured = slowdowns(ctx.tasks, opts.straggler_min_tasks)
     hosts = _hosts(ctx)
-    beside_own = _slowdowns(ctx.tasks, opts.straggler_min_tasks, hosts) if hosts else {}
+    beside_own = slowdowns(ctx.tasks, opts.straggler_min_tasks, hosts) if hosts else {}
     # Their numpy copies of the tasks' columns (~60 MiB at 3.3·10^6 tasks)
     # leave the C heap before the next rule's group-bys.
     trim_heap()
@@ -350,7 +182,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
     hints = []
     for ex in rows.iter_rows(named=True):
         executor = str(ex["executor_id"])
-        slowdown = slowdowns.get(executor)
+        slowdown = measured.get(executor)
         if not _holds_the_run_back(ctx, ex, slowdown, has_path):
             continue
         slow = slowdown is not None and slowdown >= opts.straggler_slowdown

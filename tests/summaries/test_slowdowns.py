@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparktrail.summaries.hints.executors import _slowdowns
+from sparktrail.pag import trace
+from sparktrail.summaries.hints import slowdowns as module
+from sparktrail.summaries.hints.slowdowns import slowdowns as _slowdowns
 
 
 def reference(
@@ -105,22 +107,40 @@ def test_slowdowns_follow_their_definition(rows, min_tasks, hosts):
     want = reference(tasks, min_tasks, hosts)
     # (names as strings, or as the task facts hold them: categorical codes)
     coded = tasks.with_columns(pl.col("executor").cast(pl.Categorical))
+    # and so are a long run's, its tasks read 7 at a time and its medians
+    # taken from sorted keys in mapped files
     for frame in (tasks, coded):
-        got = _slowdowns(frame, min_tasks, hosts)
-        assert got.keys() == want.keys()
-        for ex, value in want.items():
-            assert abs(got[ex] - value) <= 1e-12 * max(1.0, abs(value))
+        for got in (
+            _slowdowns(frame, min_tasks, hosts),
+            _sliced(frame, min_tasks, hosts),
+        ):
+            assert got.keys() == want.keys()
+            for ex, value in want.items():
+                assert abs(got[ex] - value) <= 1e-12 * max(1.0, abs(value))
 
 
-def test_slowdowns_of_many_tasks_follow_their_definition():
+def _sliced(
+    tasks: pl.DataFrame, min_tasks: int, hosts: dict[str, str] | None
+) -> dict[str, float]:
+    """The long run's slowdowns, slices of 7 tasks."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trace, "SLICE_ROWS", 7)
+        got = module._sorted_slowdowns(tasks, min_tasks, hosts)
+    assert got is not None  # every task has its times: nothing to fall back on
+    return got
+
+
+@pytest.mark.parametrize("longest", [40, 10**9])
+def test_slowdowns_of_many_tasks_follow_their_definition(longest):
     # GIVEN 600 settled, failed or unknown attempts of three executors over
     # three stages, one executor slower (hypothesis's small cases rarely
-    # leave a stage with warm tasks on both sides)
+    # leave a stage with warm tasks on both sides), their times with many
+    # ties or hardly any (two middle values of an even count then differ)
     rng = np.random.default_rng(7)
     n = 600
     executor = rng.choice(["1", "2", "3"], n)
-    duration = rng.integers(1, 40, n) * np.where(executor == "3", 2, 1)
-    launch = rng.integers(0, 500, n)
+    duration = rng.integers(1, longest, n) * np.where(executor == "3", 2, 1)
+    launch = rng.integers(0, 500 * (longest // 40), n)
     tasks = pl.DataFrame(
         {
             "executor": executor,
@@ -129,7 +149,7 @@ def test_slowdowns_of_many_tasks_follow_their_definition():
             "launch_ns": launch,
             "end_ns": launch + duration,
             "duration_ns": duration,
-            "overhead_ns": rng.integers(0, 40, n).clip(max=duration),
+            "overhead_ns": rng.integers(0, longest, n).clip(max=duration),
         }
     )
     for hosts in (None, {"1": "a", "2": "a", "3": "a"}):
@@ -141,5 +161,5 @@ def test_slowdowns_of_many_tasks_follow_their_definition():
             tasks,
             tasks.with_columns(pl.col("executor").cast(pl.Categorical)),
         ):
-            got = _slowdowns(frame, 5, hosts)
-            assert got == pytest.approx(want, rel=1e-12)
+            assert _slowdowns(frame, 5, hosts) == pytest.approx(want, rel=1e-12)
+            assert _sliced(frame, 5, hosts) == pytest.approx(want, rel=1e-12)
