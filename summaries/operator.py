@@ -21,6 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.query_engine import SMALL_ROWS, collect, collect_all
+from sparktrail.pag.sorted_groups import slices_medians
 from sparktrail.pag.trace import (
     Trace,
     maps_in_place,
@@ -109,12 +110,8 @@ def _facts(tasks: pl.DataFrame, keys: list[str]) -> pl.LazyFrame:
         ),
     ]
     parts = slices_group_by(tasks, by, [*labels, *sums], whole)
-    medians = (
-        slices_query(tasks, lambda _, part: part.lazy().select(*by, "duration_ns"))
-        .group_by(by)
-        .agg(median)
-    )
-    joined = parts.join(medians, on=by, how="left", nulls_equal=True)
+    medians = slices_medians(tasks, by, [pl.col("duration_ns").alias("median_task_ns")])
+    joined = parts.join(medians.lazy(), on=by, how="left", nulls_equal=True)
     return joined.select(*keys, *names)
 
 

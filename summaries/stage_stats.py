@@ -39,7 +39,8 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import collect
-from sparktrail.pag.trace import slices_group_by, slices_query
+from sparktrail.pag.sorted_groups import slices_medians
+from sparktrail.pag.trace import slices_group_by
 
 __all__ = ["EXECUTOR_STATS", "STAGE_STATS", "executor_stats", "stage_stats"]
 
@@ -244,7 +245,10 @@ def stage_stats(
     ...     "skew", "records", "gc_share", "cp_share").row(0)
     (0, 50, 3, 4.0, 30, 0.0833..., 0.75)
     """
-    if tasks.is_empty() or tasks["stage_id"].null_count() == len(tasks):
+    # (A query, not ``tasks["stage_id"]``: that would spell a stage id
+    # kept once, DESIGN §10, out for every task of the frame, for good.)
+    staged = tasks.select(pl.col("stage_id").is_not_null().any()).item()
+    if tasks.is_empty() or not staged:
         return pl.DataFrame(schema=STAGE_STATS)
     share = (
         stage_cp.lazy()
@@ -272,20 +276,14 @@ def stage_stats(
             *_work(),
         ],
     )
-    # The median of each stage's task times, from those alone (8 bytes a
-    # task): not a sum over parts.
-    median = (
-        slices_query(
-            tasks,
-            lambda _, part: (
-                part.lazy()
-                .filter(pl.col("stage_id").is_not_null())
-                .select("stage_id", _SPARK_NS.alias("task_ns"))
-            ),
-        )
-        .group_by("stage_id")
-        .agg(pl.col("task_ns").median().cast(pl.Float64).alias("median_task_ns"))
-    )
+    # The median of each stage's task times: a long run's from sorted keys
+    # in a mapped file, not a sum over parts (DESIGN §10).
+    median = slices_medians(
+        tasks,
+        ["stage_id"],
+        [_SPARK_NS.alias("median_task_ns")],
+        where=pl.col("stage_id").is_not_null(),
+    ).lazy()
     out = (
         facts.join(median, on="stage_id", how="left")
         .with_columns(

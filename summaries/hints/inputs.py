@@ -18,12 +18,14 @@ from sparktrail.errors import InputError
 from sparktrail.pag.chunk_cp import trace_extent
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import SMALL_ROWS, collect
+from sparktrail.pag.sorted_groups import slices_medians
 from sparktrail.pag.trace import (
     Trace,
     collect_slices,
     mapped_concat,
     maps_in_place,
     release_mapped_pages,
+    slices_group_by,
 )
 from sparktrail.pag.workers import DRIVER, executor_of_column
 from sparktrail.whatif.replay import TASK_COLUMNS, Replay
@@ -223,16 +225,26 @@ def _chunked_like(frame: pl.DataFrame, like: pl.Series) -> pl.DataFrame:
     return pl.concat(parts, rechunk=False)
 
 
-def _busy_medians(names: list[str]) -> list[pl.Expr]:
-    """``busy_tasks`` and the medians of a stage's busy attempts
-    (:attr:`Context.stage_facts`)."""
+def _settled_and_busy(names: list[str]) -> tuple[pl.Expr, pl.Expr]:
+    """A stage's settled attempts (neither failed nor killed) and busy ones
+    (settled, and read something) (:attr:`Context.stage_facts`)."""
     settled = (
         ~pl.col("status").is_in(["failed", "killed"]).fill_null(False)
         if "status" in names
         else pl.lit(True)
     )
     read = (pl.col("records").fill_null(0) > 0) | (pl.col("bytes").fill_null(0) > 0)
-    busy = settled & read
+    return settled, settled & read
+
+
+#: The columns whose median over a stage's busy attempts the rules read.
+_BUSY_MEDIANS = {"duration_ns": "ns", "records": "records", "bytes": "bytes"}
+
+
+def _busy_medians(names: list[str]) -> list[pl.Expr]:
+    """``busy_tasks`` and the medians of a stage's busy attempts (of its
+    settled ones where none is busy)."""
+    settled, busy = _settled_and_busy(names)
 
     def median(column: str) -> pl.Expr:
         of_busy = pl.col(column).filter(busy).median()
@@ -243,10 +255,44 @@ def _busy_medians(names: list[str]) -> list[pl.Expr]:
         .then(busy.sum())
         .otherwise(settled.sum())
         .alias("busy_tasks"),
-        median("duration_ns").alias("median_busy_ns"),
-        median("records").alias("median_busy_records"),
-        median("bytes").alias("median_busy_bytes"),
+        *(median(c).alias(f"median_busy_{n}") for c, n in _BUSY_MEDIANS.items()),
     ]
+
+
+def _sliced_medians(tasks: pl.DataFrame) -> pl.DataFrame:
+    """:func:`_busy_medians` and the stages' plain medians of a long run's
+    tasks: counts summed over slices, medians from sorted keys in mapped
+    files (:func:`~sparktrail.pag.sorted_groups.slices_medians`), where a
+    median over a group-by held about 3.5 times its column."""
+    settled, busy = _settled_and_busy(tasks.columns)
+    staged = pl.col("stage_id").is_not_null()
+    counts = slices_group_by(
+        tasks,
+        ["stage_id"],
+        [busy.sum().alias("busy"), settled.sum().alias("settled")],
+        [pl.col("busy", "settled").sum()],
+        where=staged,
+    ).collect()
+    plain = [pl.col(c).alias(f"median_{n}") for c, n in _BUSY_MEDIANS.items()]
+    of = [
+        pl.when(mask).then(pl.col(c)).alias(f"{n} of {c}")
+        for c in _BUSY_MEDIANS
+        for mask, n in ((busy, "busy"), (settled, "settled"))
+    ]
+    medians = slices_medians(tasks, ["stage_id"], [*plain, *of], where=staged)
+    return counts.join(medians, on="stage_id", how="left").select(
+        "stage_id",
+        *(p.meta.output_name() for p in plain),
+        pl.when(pl.col("busy") > 0)
+        .then(pl.col("busy"))
+        .otherwise(pl.col("settled"))
+        .cast(pl.UInt32)
+        .alias("busy_tasks"),
+        *(
+            pl.coalesce(f"busy of {c}", f"settled of {c}").alias(f"median_busy_{n}")
+            for c, n in _BUSY_MEDIANS.items()
+        ),
+    )
 
 
 def _local_rows(frame: pl.DataFrame) -> pl.LazyFrame:
@@ -416,15 +462,8 @@ class Context:
             pl.col(sums).sum(),
             *([pl.col("gc_tasks").sum()] if has_gc else []),
         )
-        # The medians one at a time over millions of tasks (a median holds
-        # about 3.5 times its column), each reading its own few columns.
-        for median in medians:
-            of_stage = collect(staged.group_by("stage_id").agg(median), len(self.tasks))
-            release_mapped_pages()
-            facts = facts.join(
-                of_stage, on="stage_id", how="left", maintain_order="left"
-            )
-        return facts
+        of_stage = _sliced_medians(self.tasks)
+        return facts.join(of_stage, on="stage_id", how="left", maintain_order="left")
 
     def stage_row(self, stage_id: int) -> dict[str, Any] | None:
         """:attr:`stage_facts` of one stage (None: it has no task)."""

@@ -779,13 +779,25 @@ def test_stage_facts_of_a_long_run_a_slice_at_a_time_equal_one_query(
     seen = _contexts(monkeypatch)
     summarize(import_trace(SHARED_LOG, progress=False), 1000 * MS)
     context = seen["rules"]
-    one_query = replace(context).stage_facts
-    # WHEN the facts are taken as a long run's: sums over slices, each
-    # median a query of its own
+    # (and the same tasks with the longer half of each stage's reading a
+    # record, the rest nothing: busy and idle settled attempts, medians apart)
+    idle = pl.col("duration_ns") < pl.col("duration_ns").median().over("stage_id")
+    emptied = replace(
+        context,
+        tasks=context.tasks.with_columns(
+            pl.when(idle).then(0).otherwise(1).alias(c) for c in ("records", "bytes")
+        ),
+    )
+    one_query = [replace(c).stage_facts for c in (context, emptied)]
+    busy = one_query[1]["median_busy_ns"]
+    assert not busy.equals(one_query[1]["median_ns"])
+    # WHEN the facts are taken as a long run's: sums over slices, medians
+    # from sorted keys in mapped files
     monkeypatch.setattr(inputs, "SMALL_ROWS", 0)
     monkeypatch.setattr(trace_module, "SLICE_ROWS", slice_rows)
-    sliced = replace(context).stage_facts
+    sliced = [replace(c).stage_facts for c in (context, emptied)]
     # THEN each stage's facts are the same, column for column
-    assert sliced.schema == one_query.schema
-    assert sliced.sort("stage_id").equals(one_query.sort("stage_id"))
-    assert one_query.height > 1
+    for long, one in zip(sliced, one_query, strict=True):
+        assert long.schema == one.schema
+        assert long.sort("stage_id").equals(one.sort("stage_id"))
+        assert one.height > 1
