@@ -61,6 +61,7 @@ Assumptions
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -70,6 +71,8 @@ import numpy as np
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.pag import trace as pag_trace
+from sparktrail.pag.buckets import bucketed_rows
 from sparktrail.pag.query_engine import collect_in_memory
 from sparktrail.pag.trace import (
     Trace,
@@ -80,6 +83,7 @@ from sparktrail.pag.trace import (
     mapped_concat,
     maps_in_place,
     release_if_long,
+    slices_group_by,
     trace_slices,
 )
 from sparktrail.pag.workers import SLOT_PREFIX, executor_of_name
@@ -209,42 +213,44 @@ class Replay:
         del tasks
         slots, executors = _capacity(trace, source)
         source = source.drop("worker").with_columns(pl.col("stage_id").fill_null(-1))
-        order = _launch_order(source)
-        release_if_long(len(order))
+        # Each task's launch, end and stage as one array (a long run's in a
+        # mapped file, DESIGN §10): what the launch order and the plan read
+        # by row.
+        launches = _contiguous(source, "launch_ns")
+        stage_ids = _contiguous(source, "stage_id")
+        in_id_order = source.select(pl.col("task_id").is_sorted()).item()
+        ids = None if in_id_order else _contiguous(source, "task_id")
+        order = _launch_order(launches, _contiguous(source, "end_ns"), ids)
+        del ids
         # What needs no order (the stages' and segments' extents, the jobs'
         # spans) is read off the facts as they come: only what the model
         # keeps, and the launches, are gathered into launch order.
-        stages = _stages(source, order)
-        segment = pl.Series(
-            "segment",
-            np.searchsorted(
-                gaps["start_ns"].to_numpy(), _int64(source["launch_ns"]), side="left"
-            ),
-            pl.Int32,
+        stages = _stages(source, stage_ids, order)
+        segment = _segments(gaps["start_ns"].to_numpy(), launches)
+        plan = _Plan.make(
+            source, pl.Series("segment", segment), stages, gaps, start, end
         )
-        plan = _Plan.make(source, segment, stages, gaps, start, end)
         release_if_long(len(order))
-        stage = source["stage_id"].replace_strict(
-            stages["stage_id"], stages["stage"], return_dtype=pl.Int32
-        )
-        # A column at a time, the pages of mapped facts (a long trace's:
-        # :func:`~sparktrail.pag.trace.mapped_concat`) released after each:
-        # a gather touches every page of its column.
+        stage = _dense_stages(stage_ids, stages)
+        del stage_ids
+        # A column at a time, each gathered a slice of the order at a time
+        # (a long run's into a mapped file of its own).
         kept = pl.DataFrame(
             [
-                _gathered(column, order)
-                for column in (
-                    source["task_id"],
-                    source["partition"].cast(pl.Int32),
-                    source["overhead_ns"],
-                    source["duration_ns"],
-                    stage.alias("stage"),
-                    segment,
-                )
+                _gathered(source, "task_id", order),
+                _gathered(
+                    source.with_columns(pl.col("partition").cast(pl.Int32)),
+                    "partition",
+                    order,
+                ),
+                _gathered(source, "overhead_ns", order),
+                _gathered(source, "duration_ns", order),
+                pl.Series("stage", _gathered_array(stage, order)),
+                pl.Series("segment", _gathered_array(segment, order)),
             ]
         )
-        launch = _int64(_gathered(source["launch_ns"], order))
-        del source, stage, segment, order
+        launch = _gathered_array(launches, order)
+        del source, stage, segment, order, launches
         # A long run's arrays of a task each (DESIGN §10): its launches and
         # the model's columns were gathered into mapped files, and what the
         # traced replay writes goes to them too.
@@ -310,7 +316,7 @@ class Replay:
 
     def _run(self, change: Change | None, lags: bool) -> Outcome:
         t = self.tasks
-        dur = t["duration_ns"].to_numpy().copy()
+        dur = _copied(t["duration_ns"].to_numpy())
         lag_r = t["lag_release"].to_numpy()
         lag_s = t["lag_slot"].to_numpy()
         if not lags:
@@ -325,13 +331,15 @@ class Replay:
             rows = self._partition_rows(change.stage_id, change.partition)
             if change.slowdown != 1:
                 dur[rows] = np.rint(dur[rows] * change.slowdown)
-            repeat = np.ones(t.height, dtype=np.int64)
-            repeat[rows] = change.k
-            pieces = _pieces(dur, repeat)
+            pieces = _pieces(dur[rows], np.full(rows.size, change.k))
             dur, lag_r, lag_s, stage, segment = (
-                pieces,
-                *(np.repeat(a, repeat) for a in (lag_r, lag_s, stage, segment)),
+                _repeated(a, rows, change.k)
+                for a in (dur, lag_r, lag_s, stage, segment)
             )
+            # Each split row's k copies of its time become k pieces of it.
+            for i, row in enumerate(rows.tolist()):
+                at = row + i * (change.k - 1)
+                dur[at : at + change.k] = pieces[i * change.k : (i + 1) * change.k]
         elif isinstance(change, SpeculateTask):
             row = self._task_row(change.task_id)
             median, delay = self._speculation(row, change.delay_ns)
@@ -455,11 +463,11 @@ class Replay:
         first = np.full(n, at)
         lag_r, lag_s, stage, segment = arrays
         return (
-            np.insert(dur[keep], at, new_dur),
-            np.insert(lag_r[keep], at, lag_r[rank]),
-            np.insert(lag_s[keep], at, lag_s[rank]),
-            np.insert(stage[keep], at, stage[first]),
-            np.insert(segment[keep], at, segment[first]),
+            _spliced(dur, keep, at, new_dur),
+            _spliced(lag_r, keep, at, lag_r[rank]),
+            _spliced(lag_s, keep, at, lag_s[rank]),
+            _spliced(stage, keep, at, stage[first]),
+            _spliced(segment, keep, at, segment[first]),
         )
 
     def _gap_at(self, start_ns: int) -> int:
@@ -567,42 +575,97 @@ def _slot_tasks(facts: pl.DataFrame) -> pl.DataFrame:
     return tasks if everyone else tasks.filter(pl.col("worker").is_in(slots))
 
 
-def _launch_order(tasks: pl.DataFrame) -> _Array:
-    """The rows of ``tasks`` in traced launch order: by launch, then end,
-    then task id."""
-    # Sorted in numpy: polars' sort by three keys took twice as long on
-    # 10,000 tasks (0.94 against 0.58 ms). No key is null: the trace's
-    # times are not, and a task has an id.
-    keys = ["task_id", "end_ns", "launch_ns"]
-    if tasks["task_id"].is_sorted():
-        # The sort is stable: rows in id order stay so among equal times,
-        # without a copy of every id (task facts come sorted by id).
-        keys.remove("task_id")
-    return np.lexsort([tasks[c].to_numpy() for c in keys])
+def _launch_order(launch: _Array, end: _Array, ids: _Array | None) -> _Array:
+    """The rows in traced launch order: by launch, then end, then task id
+    (``ids`` None: the rows are in id order already).
+
+    A long run's rows are first placed by a range of launches, a counting
+    sort a slice at a time (:func:`~sparktrail.pag.buckets.bucketed_rows`,
+    into a mapped file), then each range sorted in its place: a sort of
+    every row held its keys and order in the heap (24 bytes a task). The
+    ranges are cut at launches of a sample, so that each holds about a
+    quarter of a slice (more where many tasks launched at one instant).
+
+    >>> _launch_order(np.array([5, 1, 5]), np.array([9, 2, 7]), None).tolist()
+    [1, 2, 0]
+    """
+    n = len(launch)
+    keys = [end, launch] if ids is None else [ids, end, launch]
+    if not maps_in_place(n):
+        # Sorted in numpy: polars' sort by three keys took twice as long on
+        # 10,000 tasks (0.94 against 0.58 ms). No key is null: the trace's
+        # times are not, and a task has an id.
+        return np.lexsort(keys)
+    step = pag_trace.SLICE_ROWS
+    n_ranges = 4 * -(-n // step)
+    sample = np.sort(launch[:: max(1, n // (64 * n_ranges))])
+    cuts = sample[(np.arange(1, n_ranges) * len(sample)) // n_ranges]
+    rows, starts = bucketed_rows(
+        (
+            np.searchsorted(cuts, launch[at : at + step], side="right")
+            for at in range(0, n, step)
+        ),
+        n,
+        n_ranges,
+    )
+    for first, last in itertools.pairwise(starts.tolist()):
+        part = rows[first:last]
+        # (The rows of a range come in row order: the sort is stable.)
+        part[:] = part[np.lexsort([k[part] for k in keys])]
+        release_if_long(n)
+    return rows
 
 
-def _stages(tasks: pl.DataFrame, order: _Array) -> pl.DataFrame:
+def _stages(tasks: pl.DataFrame, stage_ids: _Array, order: _Array) -> pl.DataFrame:
     """``stage, stage_id, start_ns, end_ns``: one row per stage of ``tasks``
-    (``stage_id`` not null), its dense index ``stage`` in the order of its
-    first task in launch ``order``."""
-    rank = np.empty(len(order), dtype=np.int32 if len(order) < 2**31 else np.int64)
-    rank[order] = np.arange(len(order), dtype=rank.dtype)
+    (``stage_id`` not null, as ``stage_ids`` holds them), its dense index
+    ``stage`` in the order of its first task in launch ``order``."""
+    firsts: dict[int, int] = {}
+    for at in range(0, len(order), pag_trace.SLICE_ROWS):
+        seen = stage_ids[order[at : at + pag_trace.SLICE_ROWS]]
+        distinct, where = np.unique(seen, return_index=True)
+        for stage_id, place in zip(distinct.tolist(), where.tolist(), strict=True):
+            firsts.setdefault(stage_id, at + place)
+    first = pl.DataFrame(
+        {"stage_id": list(firsts), "first": list(firsts.values())},
+        schema={"stage_id": tasks.schema["stage_id"], "first": pl.Int64},
+    )
+    extents = slices_group_by(
+        tasks.select("stage_id", "launch_ns", "end_ns"),
+        ["stage_id"],
+        [pl.col("launch_ns").min(), pl.col("end_ns").max()],
+        [pl.col("launch_ns").min().alias("start_ns"), pl.col("end_ns").max()],
+    )
     return (
-        tasks.lazy()
-        .select("stage_id", "launch_ns", "end_ns")
-        .with_columns(pl.Series("rank", rank))
-        .group_by("stage_id")
-        .agg(
-            pl.col("launch_ns").min().alias("start_ns"),
-            pl.col("end_ns").max(),
-            pl.col("rank").min().alias("first"),
-        )
+        extents.join(first.lazy(), on="stage_id")
         .sort("first")
         .with_row_index("stage")
         .with_columns(pl.col("stage").cast(pl.Int64))
         .drop("first")
         .collect()
     )
+
+
+def _segments(gap_starts: _Array, launch: _Array) -> _Array:
+    """Each task's segment (int32): how many driver gaps start before its
+    launch. A slice at a time."""
+    out = _scratch(len(launch), np.int32)
+    for at in range(0, len(launch), pag_trace.SLICE_ROWS):
+        part = launch[at : at + pag_trace.SLICE_ROWS]
+        out[at : at + len(part)] = np.searchsorted(gap_starts, part, side="left")
+    return out
+
+
+def _dense_stages(stage_ids: _Array, stages: pl.DataFrame) -> _Array:
+    """Each task's dense stage index (int32, :func:`_stages`), a slice at a
+    time."""
+    by_id = stages.sort("stage_id")
+    ids, index = by_id["stage_id"].to_numpy(), by_id["stage"].to_numpy()
+    out = _scratch(len(stage_ids), np.int32)
+    for at in range(0, len(stage_ids), pag_trace.SLICE_ROWS):
+        part = stage_ids[at : at + pag_trace.SLICE_ROWS]
+        out[at : at + len(part)] = index[np.searchsorted(ids, part)]
+    return out
 
 
 def _capacity(trace: Trace, tasks: pl.DataFrame) -> tuple[int, int]:
@@ -631,21 +694,98 @@ def _multiplier(trace: Trace) -> float:
         return _DEFAULT_MULTIPLIER
 
 
-def _gathered(column: pl.Series, order: _Array) -> pl.Series:
-    """``column`` in ``order``, the mapped pages it read released; a long
-    run's in a mapped file of its own (:func:`~sparktrail.pag.trace.mapped_concat`),
-    so that only one gathered column is in memory at a time."""
-    out = column.gather(order)
+def _gathered(frame: pl.DataFrame, name: str, order: _Array) -> pl.Series:
+    """Column ``name`` of ``frame`` in ``order``: one without nulls through
+    numpy (:func:`_gathered_array`); else polars' gather, the mapped pages
+    it read released, a long run's then written to a mapped file of its
+    own (:func:`~sparktrail.pag.trace.mapped_concat`)."""
+    dtype = frame.schema[name]
+    if not frame.select(pl.col(name).null_count()).item():
+        values = _gathered_array(_contiguous(frame, name), order)
+        return pl.Series(name, values, dtype)
+    out = frame[name].gather(order)
     release_if_long(len(order))
     if maps_in_place(len(order)):
         out = mapped_concat([out.to_frame()]).to_series()
     return out
 
 
-def _scratch(n: int) -> _Array:
-    """An int64 array of ``n`` items for the traced replay to write: a long
+def _gathered_array(values: _Array, order: _Array) -> _Array:
+    """``values`` in ``order``, a slice of the order at a time into an array
+    of their type (a long run's in a mapped file)."""
+    out = _scratch(len(order), values.dtype)
+    for at in range(0, len(order), pag_trace.SLICE_ROWS):
+        part = order[at : at + pag_trace.SLICE_ROWS]
+        out[at : at + len(part)] = values[part]
+        release_if_long(len(order))
+    return out
+
+
+def _contiguous(frame: pl.DataFrame, name: str) -> _Array:
+    """Column ``name`` of ``frame`` (no nulls) as one contiguous array of
+    its type: a long run's copied a slice at a time into a mapped file,
+    where ``to_numpy`` of its chunks would copy them into the heap, and of
+    a column kept as one value (:func:`~sparktrail.summaries.task_table.task_facts`)
+    spell it out for every task, in the frame, for good."""
+    if not maps_in_place(frame.height):
+        return np.ascontiguousarray(frame[name].to_numpy())
+    column = frame.select(name)
+    out = _scratch(frame.height, column.head(1).to_series().to_numpy().dtype)
+    for at, part in trace_slices(column):
+        out[at : at + len(part)] = part.to_series().to_numpy()
+    return out
+
+
+def _copied(values: _Array) -> _Array:
+    """A copy of ``values`` to change (a long run's in a mapped file)."""
+    out = _scratch(len(values), values.dtype)
+    out[:] = values
+    return out
+
+
+def _repeated(values: _Array, rows: _Array, k: int) -> _Array:
+    """``values`` with each of ``rows`` (ascending) repeated ``k`` times:
+    ``np.repeat`` of a few rows, without an array of repeats a task long
+    (a long run's into a mapped file).
+
+    >>> _repeated(np.array([1, 2, 3]), np.array([0, 2]), 2).tolist()
+    [1, 1, 2, 3, 3]
+    """
+    out = _scratch(len(values) + len(rows) * (k - 1), values.dtype)
+    taken = placed = 0
+    for row in rows.tolist():
+        out[placed : placed + row - taken] = values[taken:row]
+        placed += row - taken
+        out[placed : placed + k] = values[row]
+        placed, taken = placed + k, row + 1
+    out[placed:] = values[taken:]
+    return out
+
+
+def _spliced(values: _Array, keep: _Array, at: int, new: _Array) -> _Array:
+    """``np.insert(values[keep], at, new)`` where every row before ``at`` is
+    kept, written a slice at a time (a long run's into a mapped file).
+
+    >>> keep = np.array([True, False, False, True])
+    >>> _spliced(np.array([1, 2, 3, 4]), keep, 1, np.array([7, 8, 9])).tolist()
+    [1, 7, 8, 9, 4]
+    """
+    out = _scratch(int(keep.sum()) + len(new), values.dtype)
+    out[:at] = values[:at]
+    out[at : at + len(new)] = new
+    filled = at + len(new)
+    for start in range(at, len(values), pag_trace.SLICE_ROWS):
+        stop = start + pag_trace.SLICE_ROWS
+        part = values[start:stop][keep[start:stop]]
+        out[filled : filled + len(part)] = part
+        filled += len(part)
+    return out
+
+
+def _scratch(n: int, dtype: np.typing.DTypeLike = np.int64) -> _Array:
+    """An array of ``n`` items of ``dtype`` for a step to write: a long
     run's in a mapped file (:func:`~sparktrail.pag.trace.mapped_array`)."""
-    return mapped_array(n, np.int64) if maps_in_place(n) else np.empty(n, np.int64)
+    return mapped_array(n, dtype) if maps_in_place(n) else np.empty(n, dtype)
 
 
 def _int64(values: pl.Series | _Array) -> _Array:

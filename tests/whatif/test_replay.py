@@ -243,3 +243,37 @@ def test_a_long_runs_model_waits_in_a_mapped_file_and_predicts_the_same(
     for change in (None, StagePartitions(stage, 2), SpeculateTask(task)):
         assert mapped.run(change) == in_memory.run(change)
         assert mapped.run(change, lags=False) == in_memory.run(change, lags=False)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 5), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=120,
+        unique_by=lambda t: t[2],
+    ),
+    st.booleans(),
+    st.integers(1, 9),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_long_runs_launch_order_is_a_sort_of_every_task(tasks, by_id, slice_rows):
+    # GIVEN tasks of few distinct launches and ends (ties), their ids in id
+    # order or not
+    import numpy as np
+
+    from sparktrail.pag import trace as trace_module
+    from sparktrail.whatif.replay import _launch_order
+
+    if by_id:
+        tasks = sorted(tasks, key=lambda t: t[2])
+    launch = np.array([t[0] for t in tasks], dtype=np.int64)
+    end = launch + np.array([t[1] for t in tasks], dtype=np.int64)
+    ids = np.array([t[2] for t in tasks], dtype=np.int64)
+    want = np.lexsort([ids, end, launch]).tolist()
+    # WHEN they are ordered as a long run's: ranges of launches placed a
+    # slice at a time, each range sorted in its place
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trace_module, "SLICE_ROWS", slice_rows)
+        got = _launch_order(launch, end, None if by_id else ids)
+    # THEN the order is that of one sort by launch, end and task id
+    assert got.tolist() == want
