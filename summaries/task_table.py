@@ -248,8 +248,11 @@ def _stored_once(facts: pl.DataFrame) -> pl.DataFrame:
     (Spark's finish is the end on the slot when nothing was clipped): at
     3.3·10^6 tasks each is 26 MB, for every rule that reads the table.
     A literal column stays one value through polars' filters, gathers and
-    slices. A mapped frame's pages (:func:`~sparktrail.pag.trace.
-    mapped_concat`) are released after each column is read. String
+    slices, but ``facts[name]`` spells it out for every task, and polars
+    keeps that in the frame for good (8 bytes a task): a step reads such a
+    column with a query (``facts.select(...)``). A mapped frame's pages
+    (:func:`~sparktrail.pag.trace.mapped_concat`) are released after each
+    column is read. String
     columns are left as they are: :func:`~sparktrail.pag.trace.
     mapped_concat` reads one of a single value back as that value, and
     reading the column here would spell it out for every task.

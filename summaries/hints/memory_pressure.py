@@ -349,7 +349,7 @@ def spill(ctx: Context) -> list[Hint]:
         return []
     # No task spilled to disk (the usual case, or no spill column in the
     # trace: a null column): no stage can have spilling tasks.
-    most = ctx.tasks["disk_bytes_spilled"].max()
+    most = ctx.tasks.select(pl.col("disk_bytes_spilled").max()).item()
     if most is None or most <= 0:  # type: ignore[operator]
         return []
     stages = ctx.operator.filter(

@@ -205,7 +205,8 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
     opts = ctx.options
     # A run is a stage with a hot partition: fewer stages than the runs a
     # hint needs (one stage a window, online) cannot make one.
-    if ctx.tasks["stage_id"].drop_nulls().n_unique() < opts.moving_min_runs:
+    stages = ctx.tasks.select(pl.col("stage_id").drop_nulls().n_unique()).item()
+    if stages < opts.moving_min_runs:
         return []
     hot = _hot_partitions(ctx)
     firsts = first_batch_stages(ctx)
