@@ -219,18 +219,33 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
     )
 
 
+def _two_longest(ctx: Context, stage_id: int) -> list[int]:
+    """The two longest task times of stage ``stage_id`` (one for a stage of
+    one task), longest first: all a skew hint reads of its stage, where a
+    sorted list of every time there took a Python int a task."""
+    longest = (
+        ctx.tasks.lazy()
+        .filter(pl.col("stage_id") == stage_id)
+        .select(pl.col("duration_ns").drop_nulls().top_k(2))
+        .collect()
+    )
+    return sorted(longest["duration_ns"].to_list(), reverse=True)
+
+
 def _hotspot(
     task: dict[str, Any],
     ratio: float,
-    durations: list[int],
+    two_longest: list[int],
     slowdown: float,
     ctx: Context,
 ) -> Hint:
     """The skew hint of ``task``, whose halves, split, run ``slowdown``
     times half its time (:func:`~sparktrail.whatif.contention.
-    split_slowdowns`: they share the cores the whole had to itself)."""
-    longest = durations[0]
-    others = list(durations)
+    split_slowdowns`: they share the cores the whole had to itself);
+    ``two_longest`` are its stage's longest task times (:func:`_two_longest`)."""
+    longest = two_longest[0]
+    # The longest of the others: the task itself is one of the two longest.
+    others = list(two_longest)
     others.remove(task["duration_ns"])
     second = others[0] if others else 0
     predicted = max(second, task["duration_ns"] / SPLIT_PIECES * slowdown)
@@ -503,11 +518,7 @@ def task_hints(ctx: Context) -> list[Hint]:
         if skew is not None and skew >= opts.skew_factor:
             if slow is None or slow < HOT_MIN_SLOWDOWN:
                 continue  # more data, no more time: nothing held back
-            stage = ctx.tasks.select("stage_id", "duration_ns").filter(
-                pl.col("stage_id") == task["stage_id"]
-            )
-            durations = sorted(stage["duration_ns"].to_list(), reverse=True)
-            hot.append((len(hints), task, skew, durations))
+            hot.append((len(hints), task, skew, _two_longest(ctx, task["stage_id"])))
             continue
         if slow is None or slow < opts.straggler_task_factor:
             continue
@@ -524,9 +535,9 @@ def task_hints(ctx: Context) -> list[Hint]:
             [t["task_id"] for _, t, _, _ in hot],
             SPLIT_PIECES,
         )
-        for at, task, skew, durations in reversed(hot):
+        for at, task, skew, two_longest in reversed(hot):
             slowdown = slowdowns[task["task_id"]]
-            hints.insert(at, _hotspot(task, skew, durations, slowdown, ctx))
+            hints.insert(at, _hotspot(task, skew, two_longest, slowdown, ctx))
     return hints
 
 

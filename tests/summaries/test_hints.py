@@ -186,6 +186,23 @@ def test_join_skew_is_a_hotspot_with_aqe_settings():
     assert "advisoryPartitionSizeInBytes=1m" in row["action"]
 
 
+def test_a_split_hot_task_waits_for_the_stages_next_longest():
+    # GIVEN the join with one more task of 60 ms beside the hot one's 100
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 5)], stage=0, written=300, records=10)
+    t.task("exec-1/1", 0, [("processing", 5)], stage=1, written=100, records=10)
+    t.task("exec-1/0", 5, [("processing", 100)], stage=2, records=1000)
+    for s, ms in ((1, 10), (2, 10), (3, 10), (4, 60)):
+        t.task(f"exec-1/{s}", 5, [("processing", ms)], stage=2, records=100)
+    # WHEN hints are computed
+    row, ev = only(hints(t.frame(), 105), "hotspot")
+    # THEN split in two halves of 50 ms, the stage still waits for the 60 ms
+    # task: the longest of the others, not the hot task itself
+    assert ev["stage_time_ns"] == 100 * MS
+    assert ev["longest_other_ns"] == 60 * MS
+    assert ev["predicted_stage_time_ns"] == pytest.approx(60 * MS)
+
+
 def test_join_skew_halves_are_slowed_as_spark_cpu_times_show():
     # GIVEN the join on two slots: the hot task at 90% CPU, alone for 70 of
     # its 100 ms; the three others, beside it, at 60% (Spark's CPU times)
