@@ -195,7 +195,7 @@ def test_a_split_hot_task_waits_for_the_stages_next_longest():
     for s, ms in ((1, 10), (2, 10), (3, 10), (4, 60)):
         t.task(f"exec-1/{s}", 5, [("processing", ms)], stage=2, records=100)
     # WHEN hints are computed
-    row, ev = only(hints(t.frame(), 105), "hotspot")
+    _, ev = only(hints(t.frame(), 105), "hotspot")
     # THEN split in two halves of 50 ms, the stage still waits for the 60 ms
     # task: the longest of the others, not the hot task itself
     assert ev["stage_time_ns"] == 100 * MS
