@@ -244,10 +244,12 @@ def _hotspot(
     split_slowdowns`: they share the cores the whole had to itself);
     ``two_longest`` are its stage's longest task times (:func:`_two_longest`)."""
     longest = two_longest[0]
-    # The longest of the others: the task itself is one of the two longest.
-    others = list(two_longest)
-    others.remove(task["duration_ns"])
-    second = others[0] if others else 0
+    # The longest of the others: the second longest when the task is the
+    # longest (it need not be: a hot task may run shorter than another).
+    if task["duration_ns"] != longest:
+        second = longest
+    else:
+        second = two_longest[1] if len(two_longest) > 1 else 0
     predicted = max(second, task["duration_ns"] / SPLIT_PIECES * slowdown)
     evidence = _base_evidence(task) | {
         "skew_ratio": ratio,
