@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -648,24 +649,19 @@ def _stages(tasks: pl.DataFrame, stage_ids: _Array, order: _Array) -> pl.DataFra
 
 def _segments(gap_starts: _Array, launch: _Array) -> _Array:
     """Each task's segment (int32): how many driver gaps start before its
-    launch. A slice at a time."""
-    out = _scratch(len(launch), np.int32)
-    for at in range(0, len(launch), pag_trace.SLICE_ROWS):
-        part = launch[at : at + pag_trace.SLICE_ROWS]
-        out[at : at + len(part)] = np.searchsorted(gap_starts, part, side="left")
-    return out
+    launch."""
+    return _by_slice(
+        launch, lambda part: np.searchsorted(gap_starts, part, side="left"), np.int32
+    )
 
 
 def _dense_stages(stage_ids: _Array, stages: pl.DataFrame) -> _Array:
-    """Each task's dense stage index (int32, :func:`_stages`), a slice at a
-    time."""
+    """Each task's dense stage index (int32, :func:`_stages`)."""
     by_id = stages.sort("stage_id")
     ids, index = by_id["stage_id"].to_numpy(), by_id["stage"].to_numpy()
-    out = _scratch(len(stage_ids), np.int32)
-    for at in range(0, len(stage_ids), pag_trace.SLICE_ROWS):
-        part = stage_ids[at : at + pag_trace.SLICE_ROWS]
-        out[at : at + len(part)] = index[np.searchsorted(ids, part)]
-    return out
+    return _by_slice(
+        stage_ids, lambda part: index[np.searchsorted(ids, part)], np.int32
+    )
 
 
 def _capacity(trace: Trace, tasks: pl.DataFrame) -> tuple[int, int]:
@@ -711,13 +707,20 @@ def _gathered(frame: pl.DataFrame, name: str, order: _Array) -> pl.Series:
 
 
 def _gathered_array(values: _Array, order: _Array) -> _Array:
-    """``values`` in ``order``, a slice of the order at a time into an array
-    of their type (a long run's in a mapped file)."""
-    out = _scratch(len(order), values.dtype)
-    for at in range(0, len(order), pag_trace.SLICE_ROWS):
-        part = order[at : at + pag_trace.SLICE_ROWS]
-        out[at : at + len(part)] = values[part]
-        release_if_long(len(order))
+    """``values`` in ``order``, into an array of their type."""
+    return _by_slice(order, lambda part: values[part], values.dtype)
+
+
+def _by_slice(
+    values: _Array, step: Callable[[_Array], _Array], dtype: np.typing.DTypeLike
+) -> _Array:
+    """``step`` of ``values`` a slice at a time, into an array of ``dtype``
+    (a long run's in a mapped file, its pages released after each slice)."""
+    out = _scratch(len(values), dtype)
+    for at in range(0, len(values), pag_trace.SLICE_ROWS):
+        part = values[at : at + pag_trace.SLICE_ROWS]
+        out[at : at + len(part)] = step(part)
+        release_if_long(len(values))
     return out
 
 
