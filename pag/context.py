@@ -23,6 +23,11 @@ Assumptions
   jobs), at most :data:`MAX_FAILURES_PER_KIND` of each kind (the first);
   ``failure_counts`` counts every one of each kind, so a log with 10^5
   failed attempts keeps a small context.
+* ``stages`` holds what each stage declared at its submission (its task
+  count, name, parents and RDDs), ``sql`` each SQL execution's description
+  and the settings it changed at run time (``modifiedConfigs``), ``log``
+  what the event log itself says of its integrity (:class:`LogIntegrity`);
+  all empty (``None``) in a trace written before they were read.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ __all__ = [
     "ExecutorLife",
     "Failure",
     "JobSpan",
+    "LogIntegrity",
+    "SqlExecution",
+    "StageInfo",
     "local_cores",
 ]
 
@@ -113,6 +121,85 @@ class JobSpan:
     query_id: str | None = None
     run_id: str | None = None
     batch_id: int | None = None
+    #: ``spark.job.description`` (a DStream batch's "Streaming job from
+    #: [output operation 0, batch time ...]"), the job group and the short
+    #: call site, as the job's properties state them.
+    description: str | None = None
+    group: str | None = None
+    call_site: str | None = None
+    #: The SQL execution the job ran for (``spark.sql.execution.id``).
+    sql_id: int | None = None
+    #: A DStream batch's time (``spark.streaming.internal.batchTime``), ns.
+    batch_time_ns: int | None = None
+    stage_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """What a stage declared when it was submitted (``StageSubmitted``).
+
+    ``declared_tasks`` is Spark's ``Number of Tasks``; ``attempts`` counts
+    its stage attempts; ``rdds`` the names of its RDDs and of their scopes
+    (``PythonRDD``, ``textFile``, ``Exchange``, ``ArrowEvalPython``, ...:
+    what tells its engine and its input), at most :data:`MAX_STAGE_RDDS`;
+    ``cached`` whether one of them is persisted; ``partitions`` the
+    partitions of its first RDD (its input's split).
+    """
+
+    stage_id: int
+    name: str | None = None
+    declared_tasks: int | None = None
+    job_id: int | None = None
+    attempts: int = 1
+    parents: tuple[int, ...] = ()
+    rdds: tuple[str, ...] = ()
+    cached: bool = False
+    partitions: int | None = None
+    submitted_ns: int | None = None
+    completed_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class SqlExecution:
+    """One SQL execution: its description, when it ran, and the SQL settings
+    the session had changed at run time (``modifiedConfigs``, Spark 3.1+:
+    ``spark.conf.set`` before it ran)."""
+
+    execution_id: int
+    description: str | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    modified_configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LogIntegrity:
+    """What the event log says of itself: whether it is whole.
+
+    ``lines`` read and ``skipped_lines`` (not JSON, not an event, a field
+    of the wrong type); ``set_aside`` implausible timestamps set aside
+    (:mod:`~sparktrail.tracer.outliers`) with the events that held them;
+    ``app_end`` whether ``ApplicationEnd`` was read and ``after_end`` the
+    events logged after it (teardown); ``complete`` whether the log's
+    files say the application finished (no ``.inprogress``, an
+    ``appstatus``/``APPLICATION_COMPLETE`` marker); ``cut_last_line``
+    whether its last line ends mid-event; ``bad_environment`` the line of
+    an ``EnvironmentUpdate`` that could not be read (its settings lost).
+    """
+
+    lines: int = 0
+    skipped_lines: int = 0
+    set_aside: int = 0
+    set_aside_events: tuple[str, ...] = ()
+    app_end: bool = False
+    after_end: int = 0
+    complete: bool = True
+    cut_last_line: bool = False
+    bad_environment: str | None = None
+
+
+#: RDD and scope names kept per stage in a context.
+MAX_STAGE_RDDS = 16
 
 
 @dataclass(frozen=True)
@@ -150,6 +237,9 @@ class Failure:
     shuffle_id: int | None = None
     source_executor: str | None = None
     by_app: bool | None = None
+    #: The deepest ``Caused by:`` of its stack trace: what the wrapping
+    #: exceptions were raised for.
+    root_cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +270,9 @@ class AppContext:
     batches: tuple[StreamBatch, ...] = ()
     failures: tuple[Failure, ...] = ()
     failure_counts: dict[str, int] = field(default_factory=dict)
+    stages: tuple[StageInfo, ...] = ()
+    sql: tuple[SqlExecution, ...] = ()
+    log: LogIntegrity | None = None
 
     # -- what the rules ask ---------------------------------------------------
 
@@ -235,9 +328,11 @@ class AppContext:
         """The context as a JSON object (what a trace file's metadata holds;
         a failure's unknown fields are left out)."""
         raw = asdict(self)
-        raw["failures"] = [
-            {k: v for k, v in f.items() if v is not None} for f in raw["failures"]
-        ]
+        for name in ("failures", "jobs", "stages"):
+            raw[name] = [
+                {k: v for k, v in f.items() if v not in (None, (), [])}
+                for f in raw[name]
+            ]
         return json.dumps(raw, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -295,17 +390,7 @@ def _context_of(raw: dict[str, Any]) -> AppContext:
             )
             for e in raw.get("executors") or ()
         ),
-        jobs=tuple(
-            JobSpan(
-                int(j["job_id"]),
-                _opt(j.get("start_ns"), int),
-                _opt(j.get("end_ns"), int),
-                _opt(j.get("query_id"), str),
-                _opt(j.get("run_id"), str),
-                _opt(j.get("batch_id"), int),
-            )
-            for j in raw.get("jobs") or ()
-        ),
+        jobs=tuple(_job_of(j) for j in raw.get("jobs") or ()),
         queries=queries_of(raw.get("queries")),
         batches=batches_of(raw.get("batches")),
         failures=tuple(_failure_of(f) for f in raw.get("failures") or ()),
@@ -313,6 +398,75 @@ def _context_of(raw: dict[str, Any]) -> AppContext:
             str(k): int(_opt(v, int) or 0)
             for k, v in (raw.get("failure_counts") or {}).items()
         },
+        stages=tuple(_stage_of(st) for st in raw.get("stages") or ()),
+        sql=tuple(_sql_of(q) for q in raw.get("sql") or ()),
+        log=None if raw.get("log") is None else _log_of(raw["log"]),
+    )
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(int(_opt(v, int)) for v in values or ())
+
+
+def _job_of(j: dict[str, Any]) -> JobSpan:
+    return JobSpan(
+        int(j["job_id"]),
+        _opt(j.get("start_ns"), int),
+        _opt(j.get("end_ns"), int),
+        _opt(j.get("query_id"), str),
+        _opt(j.get("run_id"), str),
+        _opt(j.get("batch_id"), int),
+        _opt(j.get("description"), str),
+        _opt(j.get("group"), str),
+        _opt(j.get("call_site"), str),
+        _opt(j.get("sql_id"), int),
+        _opt(j.get("batch_time_ns"), int),
+        _ints(j.get("stage_ids")),
+    )
+
+
+def _stage_of(st: dict[str, Any]) -> StageInfo:
+    return StageInfo(
+        int(st["stage_id"]),
+        _opt(st.get("name"), str),
+        _opt(st.get("declared_tasks"), int),
+        _opt(st.get("job_id"), int),
+        int(_opt(st.get("attempts"), int) or 1),
+        _ints(st.get("parents")),
+        tuple(str(r) for r in st.get("rdds") or ()),
+        bool(st.get("cached", False)),
+        _opt(st.get("partitions"), int),
+        _opt(st.get("submitted_ns"), int),
+        _opt(st.get("completed_ns"), int),
+    )
+
+
+def _sql_of(q: dict[str, Any]) -> SqlExecution:
+    configs = q.get("modified_configs") or {}
+    if not isinstance(configs, dict):
+        raise ValueError(f"modified_configs must be an object, found {configs!r}")
+    return SqlExecution(
+        int(q["execution_id"]),
+        _opt(q.get("description"), str),
+        _opt(q.get("start_ns"), int),
+        _opt(q.get("end_ns"), int),
+        {str(k): str(v) for k, v in configs.items()},
+    )
+
+
+def _log_of(raw: dict[str, Any]) -> LogIntegrity:
+    if not isinstance(raw, dict):
+        raise ValueError(f"log must be an object, found {type(raw).__name__}")
+    return LogIntegrity(
+        lines=int(_opt(raw.get("lines"), int) or 0),
+        skipped_lines=int(_opt(raw.get("skipped_lines"), int) or 0),
+        set_aside=int(_opt(raw.get("set_aside"), int) or 0),
+        set_aside_events=tuple(str(e) for e in raw.get("set_aside_events") or ()),
+        app_end=bool(raw.get("app_end", False)),
+        after_end=int(_opt(raw.get("after_end"), int) or 0),
+        complete=bool(raw.get("complete", True)),
+        cut_last_line=bool(raw.get("cut_last_line", False)),
+        bad_environment=_opt(raw.get("bad_environment"), str),
     )
 
 
@@ -334,6 +488,7 @@ _FAILURE_STRINGS = (
     "exception",
     "call_site",
     "source_executor",
+    "root_cause",
 )
 
 

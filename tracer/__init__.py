@@ -12,6 +12,7 @@ one trace file per batch. Each takes a local path or a URI (``s3://``,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sparktrail.pag.context import AppContext, LogIntegrity
 from sparktrail.pag.trace import Trace, validate_trace, write_trace
 
 from .eventlog import (
@@ -158,6 +160,34 @@ def _warn_set_aside(path: str | os.PathLike[str], census: TimeCensus) -> None:
         warnings.warn(message, SetAsideWarning, stacklevel=3)
 
 
+def with_integrity(
+    model: SparkModel, reader: EventLogReader, census: TimeCensus | None
+) -> AppContext:
+    """The model's context with what the log says of its own integrity
+    (:class:`~sparktrail.pag.context.LogIntegrity`)."""
+    set_aside = census.set_aside if census is not None else []
+    events = sorted({f"{s.event}.{s.field}" for s in set_aside})
+    log = LogIntegrity(
+        lines=reader.lines,
+        skipped_lines=reader.skipped_lines,
+        set_aside=len(set_aside),
+        set_aside_events=tuple(events[:MAX_LISTED_SET_ASIDE]),
+        app_end=model.app_end_ms is not None,
+        after_end=model.after_end,
+        complete=reader.source().complete,
+        cut_last_line=reader.cut_last_line,
+        bad_environment=reader.broken_events.get("SparkListenerEnvironmentUpdate"),
+    )
+    context = model.context()
+    # A Spark 1.x log directory names its version; its events may not.
+    version = context.spark_version or reader.spark_version
+    return dataclasses.replace(context, log=log, spark_version=version)
+
+
+#: Kinds of event field set aside named in a context (the rest are counted).
+MAX_LISTED_SET_ASIDE = 20
+
+
 def _nothing_read(path: str | os.PathLike[str], reader: EventLogReader) -> None:
     if reader.events_read == 0:
         raise EventLogError(
@@ -244,7 +274,7 @@ def import_trace(
     frame: pl.DataFrame = validate_trace(model.build(final=True), path)
     if stats is not None:
         _fill_stats(stats, model, reader)
-    return Trace(frame, model.context())
+    return Trace(frame, with_integrity(model, reader, census))
 
 
 def trace_name(
@@ -359,7 +389,10 @@ def follow_eventlog(
     _warn_stream_gaps(path, model)
     _warn_set_aside(path, census)
     name = name or trace_name(path, model.stats.app_id)
-    _write_batch(model, True, emitted, 1 << 62, out_dir, name, written, max_rows)
+    context = with_integrity(model, reader, census)
+    _write_batch(
+        model, True, emitted, 1 << 62, out_dir, name, written, max_rows, context
+    )
     if stats is not None:
         _fill_stats(stats, model, reader)
     if on_batch is not None and written and stats is not None:
@@ -394,9 +427,11 @@ def _write_batch(
     name: str,
     written: list[Path],
     max_rows: int,
+    context: AppContext | None = None,
 ) -> int:
     if watermark <= emitted:
         return emitted
+    context = context or model.context()
     frame = model.build(final=final, settled=True)
     fixed = pl.col("settled_ns")
     batch = frame.filter((fixed > emitted) & (fixed <= watermark)).drop("settled_ns")
@@ -404,7 +439,7 @@ def _write_batch(
     for offset in range(0, batch.height, max_rows):
         target = Path(out_dir) / f"{name}-{len(written):06d}.arrow"
         rows = batch.slice(offset, max_rows)
-        written.append(write_trace(rows, target, model.context()))
+        written.append(write_trace(rows, target, context))
     return watermark
 
 

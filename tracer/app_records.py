@@ -25,8 +25,10 @@ __all__ = [
     "JobRecord",
     "StageRecord",
     "TaskRecord",
+    "job_properties",
     "job_tags",
     "metric_values",
+    "rdd_facts",
     "state_values",
     "task_status",
 ]
@@ -91,6 +93,12 @@ class JobRecord:
     query_id: str | None = None
     run_id: str | None = None
     batch_id: int | None = None
+    description: str | None = None
+    group: str | None = None
+    call_site: str | None = None
+    sql_id: int | None = None
+    batch_time_ms: int | None = None
+    stage_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -107,6 +115,10 @@ class StageRecord:
     completed_ms: int | None = None
     launched: set[int] = field(default_factory=set)
     all_launched_ms: int | None = None
+    parents: tuple[int, ...] = ()
+    rdds: tuple[str, ...] = ()
+    cached: bool = False
+    partitions: int | None = None
 
 
 def task_status(event: dict[str, Any], info: dict[str, Any]) -> str:
@@ -176,6 +188,96 @@ def metric_values(metrics: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+#: Longest job description or name kept (a SQL text can be pages long).
+MAX_TEXT = 200
+
+
+def job_properties(properties: Any) -> dict[str, Any]:
+    """The :class:`JobRecord` fields any job's properties set: its
+    description, group, short call site, SQL execution and (a DStream
+    batch's job) batch time.
+
+    >>> job_properties({"spark.job.description": "Streaming job from [output "
+    ...     "operation 0, batch time 10:00:01]", "spark.streaming.internal."
+    ...     "batchTime": "1000", "spark.sql.execution.id": "3"})["batch_time_ms"]
+    1000
+    >>> job_properties(None)
+    {}
+    """
+    if not isinstance(properties, dict):
+        return {}
+
+    def text(key: str) -> str | None:
+        value = properties.get(key)
+        return value[:MAX_TEXT] if isinstance(value, str) and value else None
+
+    def number(key: str) -> int | None:
+        value = properties.get(key)
+        return int(value) if isinstance(value, str) and value.isdigit() else None
+
+    return {
+        "description": text("spark.job.description"),
+        "group": text("spark.jobGroup.id"),
+        "call_site": text("callSite.short"),
+        "sql_id": number("spark.sql.execution.id"),
+        "batch_time_ms": number("spark.streaming.internal.batchTime"),
+    }
+
+
+def rdd_facts(rdds: list[Any]) -> dict[str, Any]:
+    """What a stage's ``RDD Info`` list says of its engine and input: the
+    names of its RDDs (file paths as their scheme and suffix) and of their
+    scopes, whether one is persisted, and the partitions of its first RDD.
+
+    >>> found = rdd_facts([{"RDD ID": 2, "Name": "PythonRDD",
+    ...     "Number of Partitions": 4, "Scope": '{"id":"1","name":"map"}',
+    ...     "Storage Level": {"Use Memory": True}}, {"RDD ID": 1,
+    ...     "Name": "hdfs://nn/data/x.csv", "Number of Partitions": 3,
+    ...     "Scope": '{"id":"0","name":"textFile"}'}])
+    >>> found["rdds"], found["cached"], found["partitions"]
+    (('PythonRDD', 'map', 'path:.csv', 'textFile'), True, 3)
+    """
+    import json
+
+    names: list[str] = []
+    cached, first, first_parts = False, None, None
+    for rdd in rdds:
+        if not isinstance(rdd, dict):
+            continue
+        name = rdd.get("Name")
+        if isinstance(name, str) and name:
+            names.append(_rdd_name(name))
+        scope = rdd.get("Scope")
+        if isinstance(scope, str) and scope.startswith("{"):
+            try:
+                parsed = json.loads(scope)
+            except ValueError:
+                parsed = None
+            scope_name = parsed.get("name") if isinstance(parsed, dict) else None
+            if isinstance(scope_name, str):
+                names.append(scope_name.split(" (")[0][:60])
+        level = rdd.get("Storage Level")
+        if isinstance(level, dict) and (
+            level.get("Use Memory") or level.get("Use Disk")
+        ):
+            cached = True
+        rid, parts = opt_int(rdd, "RDD ID"), opt_int(rdd, "Number of Partitions")
+        if rid is not None and (first is None or rid < first):
+            first, first_parts = rid, parts
+    unique = tuple(dict.fromkeys(names))[:16]
+    return {"rdds": unique, "cached": cached, "partitions": first_parts}
+
+
+def _rdd_name(name: str) -> str:
+    """An RDD's name, a file path as ``path:<suffix>`` (a HadoopRDD is named
+    by the path it reads)."""
+    if "/" in name or ":" in name:
+        tail = name.rstrip("/").rsplit("/", 1)[-1]
+        suffix = tail.rsplit(".", 1)[-1] if "." in tail else ""
+        return f"path:.{suffix}" if suffix and len(suffix) <= 8 else "path"
+    return name[:60]
+
+
 def job_tags(properties: Any) -> dict[str, Any]:
     """The :class:`JobRecord` fields a ``JobStart``'s properties set.
 
@@ -239,9 +341,11 @@ def state_values(info: dict[str, Any]) -> dict[str, int]:
     stateful = False
     for acc in list_field(info, "Accumulables") or ():
         name = acc.get("Name") if isinstance(acc, dict) else None
+        if not isinstance(name, str):
+            continue
         if name in _STATEFUL_MARKS:
             stateful = True
-        field_name = STATE_METRICS.get(name) if isinstance(name, str) else None
+        field_name = STATE_METRICS.get(name)
         value = _update(acc.get("Update")) if field_name else None
         if field_name and value is not None:
             found[field_name] = found.get(field_name, 0) + value

@@ -92,6 +92,8 @@ CODECS = {".zstd": "zstd", ".zst": "zstd", ".lz4": "lz4", ".snappy": "snappy"}
 CODECS[".lzf"] = "lzf"
 CODECS[".gz"] = "gzip"
 
+#: Databricks' first event (its ``Spark Version`` is Spark's, not the runtime's).
+DATABRICKS_METADATA = "DBCEventLoggingListenerMetadata"
 #: Events the model reads; any other event is skipped without parsing.
 USED_EVENTS = (
     STREAM_EVENTS
@@ -113,6 +115,8 @@ USED_EVENTS = (
         )
     )
     | SQL_EVENTS
+    # Databricks' first event names the Spark version its runtime runs.
+    | {DATABRICKS_METADATA}
 )
 _KNOWN_TASK_EVENTS = frozenset(
     {"SparkListenerTaskStart", "SparkListenerTaskEnd", "SparkListenerTaskGettingResult"}
@@ -576,6 +580,11 @@ class EventLogReader:
     skipped_lines: int = 0
     spark_version: str | None = None
     _states: dict[LogPath, _FileState] = field(default_factory=dict)
+    #: Whether the last line of the log ends mid-event (a cut log).
+    cut_last_line: bool = False
+    #: ``file:line`` of the first line of each event kind that was not JSON
+    #: (the kind read off the line's start): what a damaged log lost.
+    broken_events: dict[str, str] = field(default_factory=dict)
     _warned: int = 0
     _last: tuple[LogPath, int] | None = None  # file and line of the last event
     _told_compacted: bool = False
@@ -672,6 +681,7 @@ class EventLogReader:
         self, line: bytes, path: LogPath, lineno: int, last: bool = False
     ) -> dict[str, Any] | None:
         self.lines += 1
+        name = None
         if line.startswith(_PREFIX):
             end = line.find(b'"', len(_PREFIX))
             name = line[len(_PREFIX) : end].decode("utf-8", "replace")
@@ -684,6 +694,10 @@ class EventLogReader:
             event = orjson.loads(line)
         except orjson.JSONDecodeError as err:
             what = "truncated last line" if last else "line is not valid JSON"
+            self.cut_last_line = self.cut_last_line or last
+            if name is not None:
+                self.broken_events.setdefault(name, f"{path}:{lineno}")
+                what = f"{what}, a {name.removeprefix('SparkListener')} event"
             self._skip(path, lineno, f"{what} ({err})")
             return None
         if not isinstance(event, dict) or not isinstance(event.get("Event"), str):

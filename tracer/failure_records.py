@@ -30,7 +30,7 @@ from sparktrail.pag.context import MAX_FAILURES_PER_KIND, Failure
 
 from .fields import MS, EventError, id_text, opt_int, str_field, time_field
 
-__all__ = ["FailureRecords", "call_site", "short_message"]
+__all__ = ["FailureRecords", "call_site", "root_cause", "short_message"]
 
 #: Longest message kept (characters).
 MESSAGE_CHARS = 300
@@ -74,6 +74,29 @@ def short_message(text: str | None, limit: int = MESSAGE_CHARS) -> str | None:
         head = first.replace(_TRACEBACK, "").rstrip()
         first = f"{head} {raised}".strip() if raised else first
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+_CAUSED_BY = re.compile(r"^\s*Caused by:\s*(.+)$", re.MULTILINE)
+
+
+def root_cause(text: str | None, limit: int = MESSAGE_CHARS) -> str | None:
+    """The deepest ``Caused by:`` of a Java stack trace in ``text`` (the
+    exception the wrappers around it were raised for), cut at ``limit``;
+    ``None`` when the text states none.
+
+    >>> root_cause("SparkException: Exception thrown in awaitResult:\\n"
+    ...     "\\tat a.b(c:1)\\nCaused by: java.io.IOException: Could not read "
+    ...     "footer\\n\\tat d(e:2)\\n"
+    ...     "Caused by: java.lang.RuntimeException: x.orc is not a Parquet file")
+    'java.lang.RuntimeException: x.orc is not a Parquet file'
+    """
+    if not text:
+        return None
+    found = _CAUSED_BY.findall(text)
+    if not found:
+        return None
+    last = str(found[-1]).strip()
+    return last if len(last) <= limit else last[: limit - 1] + "…"
 
 
 def _python_exception(text: str) -> str | None:
@@ -189,6 +212,10 @@ class FailureRecords:
         manager = reason.get("Block Manager Address")
         text = reason.get("Description") or reason.get("Message")
         text = text or reason.get("Loss Reason") or reason.get("Kill Reason")
+        full = reason.get("Full Stack Trace")
+        cause = root_cause(full if isinstance(full, str) else None) or root_cause(
+            text if isinstance(text, str) else None
+        )
         by_app = reason.get("Exit Caused By App")
         failure = Failure(
             kind=kind,
@@ -209,6 +236,7 @@ class FailureRecords:
             shuffle_id=_safe(opt_int, reason, "Shuffle ID"),
             source_executor=_executor(manager) if isinstance(manager, dict) else None,
             by_app=by_app if isinstance(by_app, bool) else None,
+            root_cause=cause,
         )
         self._add(failure, (kind, task_id, finish))
 
@@ -228,6 +256,7 @@ class FailureRecords:
             stage_attempt=attempt,
             message=short_message(text),
             time_ns=done * MS if done else None,
+            root_cause=root_cause(text),
         )
         self._add(failure, ("StageFailed", stage, attempt))
 
@@ -252,5 +281,6 @@ class FailureRecords:
             job_id=job,
             message=short_message(message),
             time_ns=done * MS if done else None,
+            root_cause=root_cause(message),
         )
         self._add(failure, ("JobFailed", job, None))

@@ -43,17 +43,27 @@ from typing import Any
 
 import polars as pl
 
-from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan, local_cores
+from sparktrail.pag.context import (
+    AppContext,
+    ExecutorLife,
+    JobSpan,
+    SqlExecution,
+    StageInfo,
+    local_cores,
+)
 
 from .app_records import (
     JobRecord,
     StageRecord,
     TaskRecord,
+    job_properties,
     job_tags,
     metric_values,
+    rdd_facts,
     state_values,
     task_status,
 )
+from .eventlog import DATABRICKS_METADATA
 from .failure_records import FailureRecords
 from .fields import (
     MS,
@@ -65,7 +75,7 @@ from .fields import (
     str_field,
     time_field,
 )
-from .sql_plans import SQL_PLAN_UPDATE, SQL_START, SqlPlans
+from .sql_plans import SQL_END, SQL_PLAN_UPDATE, SQL_START, SqlPlans
 from .streaming import STREAM_EVENTS, StreamRecords
 from .task_pieces import Label, counted_attempts
 from .timelines import (
@@ -117,6 +127,10 @@ class ImportStats:
         )
 
 
+#: Longest stage name or SQL description kept in the context.
+MAX_NAME = 200
+
+
 def _ns(ms: int | None) -> int | None:
     return None if ms is None else ms * MS
 
@@ -155,6 +169,8 @@ class SparkModel:
         #: Each stage's operator label, fixed at its submission (sql_plans).
         self.stage_operator: dict[int, str] = {}
         self.max_ms = 0
+        #: Events read after ``ApplicationEnd`` (the teardown's).
+        self.after_end = 0
         self._counted: set[int] = set()  # tasks whose records count (build)
         self._order = 0
         self._handlers = {
@@ -164,6 +180,7 @@ class SparkModel:
             "SparkListenerExecutorAdded": self._executor_added,
             "SparkListenerExecutorRemoved": self._executor_removed,
             "SparkListenerLogStart": self._log_start,
+            DATABRICKS_METADATA: self._log_start,
             "SparkListenerJobStart": self._job_start,
             "SparkListenerJobEnd": self._job_end,
             "SparkListenerStageSubmitted": self._stage_submitted,
@@ -172,6 +189,7 @@ class SparkModel:
             "SparkListenerTaskEnd": self._task_end,
             SQL_START: self.sql.execution_start,
             SQL_PLAN_UPDATE: self.sql.execution_start,
+            SQL_END: self.sql.execution_end,
         }
         self.streams = StreamRecords()
         self.failures = FailureRecords()
@@ -182,6 +200,8 @@ class SparkModel:
     def feed(self, event: dict[str, Any]) -> None:
         """Take one listener event (unused kinds are ignored)."""
         self._order += 2
+        if self.app_end_ms is not None:
+            self.after_end += 1
         handler = self._handlers.get(event.get("Event", ""))
         if handler is not None:
             handler(event)
@@ -268,8 +288,10 @@ class SparkModel:
         properties = dict_field(e, "Properties")
         record = self.jobs.setdefault(job, JobRecord())
         record.start_ms, record.start_order = start, self._order
-        for tag, value in job_tags(e.get("Properties")).items():
+        tags = job_properties(e.get("Properties")) | job_tags(e.get("Properties"))
+        for tag, value in tags.items():
             setattr(record, tag, value)
+        record.stage_ids = tuple(s for s in ids if isinstance(s, int))
         self.sql.job_start(job, properties)
         self._seen(start)
         for sid in ids:
@@ -298,6 +320,15 @@ class SparkModel:
         tasks = opt_int(info, "Number of Tasks")
         stage = self.stages.setdefault((sid, attempt), StageRecord())
         stage.name = name or stage.name
+        parents = list_field(info, "Parent IDs")
+        if parents:
+            stage.parents = tuple(p for p in parents if isinstance(p, int))
+        rdds = list_field(info, "RDD Info")
+        if rdds:
+            facts = rdd_facts(rdds)
+            stage.rdds = facts["rdds"] or stage.rdds
+            stage.cached = stage.cached or facts["cached"]
+            stage.partitions = facts["partitions"] or stage.partitions
         if stage.name:
             self.stage_names[sid] = stage.name
         stage.num_tasks = tasks or stage.num_tasks
@@ -486,6 +517,12 @@ class SparkModel:
                     rec.query_id,
                     rec.run_id,
                     rec.batch_id,
+                    rec.description,
+                    rec.group,
+                    rec.call_site,
+                    rec.sql_id,
+                    _ns(rec.batch_time_ms),
+                    rec.stage_ids,
                 )
                 for job, rec in sorted(self.jobs.items())
             ),
@@ -493,6 +530,46 @@ class SparkModel:
             batches=tuple(self.streams.batches),
             failures=self.failures.failures(),
             failure_counts=dict(self.failures.counts),
+            stages=self._stage_infos(),
+            sql=self._sql_executions(),
+        )
+
+    def _stage_infos(self) -> tuple[StageInfo, ...]:
+        """Each stage as its first attempt declared it, with its attempts."""
+        firsts: dict[int, StageRecord] = {}
+        attempts: dict[int, int] = {}
+        last: dict[int, StageRecord] = {}
+        for (sid, _attempt), record in sorted(self.stages.items()):
+            firsts.setdefault(sid, record)
+            attempts[sid] = attempts.get(sid, 0) + 1
+            last[sid] = record
+        return tuple(
+            StageInfo(
+                sid,
+                (rec.name or "")[:MAX_NAME] or None,
+                rec.num_tasks,
+                self.stage_job.get(sid),
+                attempts[sid],
+                rec.parents,
+                rec.rdds,
+                rec.cached,
+                rec.partitions,
+                _ns(rec.submitted_ms),
+                _ns(last[sid].completed_ms),
+            )
+            for sid, rec in sorted(firsts.items())
+        )
+
+    def _sql_executions(self) -> tuple[SqlExecution, ...]:
+        return tuple(
+            SqlExecution(
+                execution,
+                (self.sql.descriptions.get(execution) or "")[:MAX_NAME] or None,
+                _ns(self.sql.starts.get(execution)),
+                _ns(self.sql.ends.get(execution)),
+                dict(self.sql.modified.get(execution, {})),
+            )
+            for execution in sorted(self.sql.starts)
         )
 
     def _end_ms(self) -> int:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "SQL_END",
     "SQL_EVENTS",
     "SQL_PLAN_UPDATE",
     "SQL_START",
@@ -58,9 +59,12 @@ _SQL_UI = "org.apache.spark.sql.execution.ui."
 #: The SQL events read: an execution's plan, and AQE's replacement plans.
 SQL_START = _SQL_UI + "SparkListenerSQLExecutionStart"
 SQL_PLAN_UPDATE = _SQL_UI + "SparkListenerSQLAdaptiveExecutionUpdate"
-SQL_EVENTS = frozenset({SQL_START, SQL_PLAN_UPDATE})
+SQL_END = _SQL_UI + "SparkListenerSQLExecutionEnd"
+SQL_EVENTS = frozenset({SQL_START, SQL_PLAN_UPDATE, SQL_END})
 #: Executions whose plans are kept (the newest), for a long streaming run.
 MAX_PLANS = 1000
+#: SQL executions whose times and run-time settings a context keeps.
+MAX_EXECUTIONS = 20_000
 #: Longest plan-node text in a label (characters, before the ``…``).
 MAX_NODE_CHARS = 80
 #: Separates the call site from the plan node in a label.
@@ -346,6 +350,12 @@ class SqlPlans:
     plans: dict[int, dict[str, Any]] = field(default_factory=dict)
     descriptions: dict[int, str] = field(default_factory=dict)
     job_execution: dict[int, int] = field(default_factory=dict)
+    #: Each execution's start and end (ms) and the settings it ran with
+    #: that the session changed (``modifiedConfigs``); the newest
+    #: :data:`MAX_EXECUTIONS` executions.
+    starts: dict[int, int | None] = field(default_factory=dict)
+    ends: dict[int, int] = field(default_factory=dict)
+    modified: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def execution_start(self, event: dict[str, Any]) -> None:
         """Take a ``SQLExecutionStart`` (or an AQE plan update) event."""
@@ -353,6 +363,8 @@ class SqlPlans:
         plan = event.get("sparkPlanInfo")
         if not isinstance(execution, int) or isinstance(execution, bool):
             return
+        if event.get("Event") == SQL_START:
+            self._started(execution, event)
         if isinstance(plan, dict):
             self.plans.pop(execution, None)  # the newest plan goes last
             self.plans[execution] = plan
@@ -365,6 +377,28 @@ class SqlPlans:
             oldest = next(iter(self.plans))
             del self.plans[oldest]
             self.descriptions.pop(oldest, None)
+
+    def _started(self, execution: int, event: dict[str, Any]) -> None:
+        time = event.get("time")
+        self.starts[execution] = time if isinstance(time, int) else None
+        configs = event.get("modifiedConfigs")
+        if isinstance(configs, dict) and configs:
+            self.modified[execution] = {
+                str(k): str(v) for k, v in configs.items() if isinstance(k, str)
+            }
+        while len(self.starts) > MAX_EXECUTIONS:
+            oldest = next(iter(self.starts))
+            del self.starts[oldest]
+            self.modified.pop(oldest, None)
+            self.ends.pop(oldest, None)
+
+    def execution_end(self, event: dict[str, Any]) -> None:
+        """Take a ``SQLExecutionEnd`` event: when the execution ended."""
+        execution, time = event.get("executionId"), event.get("time")
+        if not isinstance(execution, int) or not isinstance(time, int):
+            return
+        if execution in self.starts:
+            self.ends[execution] = time
 
     def job_start(self, job: int, properties: dict[str, Any] | None) -> None:
         """Note the execution a job runs for (its ``spark.sql.execution.id``)."""

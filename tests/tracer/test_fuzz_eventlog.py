@@ -433,6 +433,11 @@ STAGE_COMPLETED, APP_END = 15, 29
         STAGE_COMPLETED, line_with(STAGE_COMPLETED, ("Stage Info",), "\u00c4")
     )
 )
+@example(  # an accumulable's Name a list: unhashable in a set lookup
+    lines=log_with(
+        TASK_END, line_with(TASK_END, ("Task Info", "Accumulables", 0, "Name"), [1])
+    )
+)
 def test_mutated_log_imports_or_is_reported(lines: list[Line]) -> None:
     """GIVEN a mutated real log WHEN imported THEN a trace, or file:line reports."""
     event(f"outcome: {check_import(lines)}")
