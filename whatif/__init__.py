@@ -36,6 +36,8 @@ from .changes import (
     SpeculateTask,
     SplitPartition,
     StagePartitions,
+    TaskTimes,
+    Together,
 )
 from .replay import Outcome, Replay
 
@@ -51,6 +53,8 @@ __all__ = [
     "SpeculateTask",
     "SplitPartition",
     "StagePartitions",
+    "TaskTimes",
+    "Together",
     "executor_table",
     "predict",
 ]

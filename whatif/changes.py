@@ -30,6 +30,8 @@ __all__ = [
     "SpeculateTask",
     "SplitPartition",
     "StagePartitions",
+    "TaskTimes",
+    "Together",
 ]
 
 
@@ -101,14 +103,21 @@ class StagePartitions:
 
     The stage's task time, less each task's own fixed overhead (its
     scheduling + deserialization time), is divided into ``n`` equal parts;
-    each new task takes one part plus the stage's median overhead.
+    each new task takes one part plus the stage's median overhead. With
+    ``overhead_ns``, that is every task's fixed overhead instead: the time
+    a task of the stage takes however little it reads (a Python UDF's
+    per-task start, measured as the stage's floor), which merged tasks pay
+    once each.
     """
 
     stage_id: int
     n: int
+    overhead_ns: int | None = None
 
     def __post_init__(self) -> None:
         _at_least(self, "n", self.n, 1)
+        if self.overhead_ns is not None:
+            _at_least(self, "overhead_ns", self.overhead_ns, 0)
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,41 @@ class DropDriverGaps:
     before_job: int
 
 
+@dataclass(frozen=True)
+class TaskTimes:
+    """Run each of ``task_ids`` in the matching ``durations_ns`` (launch lags
+    kept): a fix of those tasks' own work, such as the slow tasks of a
+    stage at its median time, or its first tasks without a cold start."""
+
+    task_ids: tuple[int, ...]
+    durations_ns: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.task_ids) != len(self.durations_ns):
+            raise InputError(
+                f"TaskTimes: {len(self.task_ids)} task ids but "
+                f"{len(self.durations_ns)} durations"
+            )
+        bad = [d for d in self.durations_ns if not isinstance(d, int) or d < 0]
+        if bad:
+            raise InputError(
+                f"TaskTimes: a duration must be at least 0, not {bad[0]!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Together:
+    """Several changes replayed at once (each stage re-divided, a task's
+    time set, the executors scaled, ...); at most one
+    :class:`SplitPartition` among them."""
+
+    changes: tuple[Change, ...]
+
+    def __post_init__(self) -> None:
+        if any(isinstance(c, Together) for c in self.changes):
+            raise InputError("Together: changes must not nest")
+
+
 #: Any one change.
 Change = (
     SplitPartition
@@ -136,4 +180,6 @@ Change = (
     | StagePartitions
     | DropDriverGap
     | DropDriverGaps
+    | TaskTimes
+    | Together
 )

@@ -97,6 +97,8 @@ from .changes import (
     SpeculateTask,
     SplitPartition,
     StagePartitions,
+    TaskTimes,
+    Together,
 )
 from .scheduler import launch_lags, list_schedule
 
@@ -317,7 +319,6 @@ class Replay:
 
     def _run(self, change: Change | None, lags: bool) -> Outcome:
         t = self.tasks
-        dur = _copied(t["duration_ns"].to_numpy())
         lag_r = t["lag_release"].to_numpy()
         lag_s = t["lag_slot"].to_numpy()
         if not lags:
@@ -325,50 +326,75 @@ class Replay:
             # (``zeros_like`` wrote 2 x 26 MB at 3.3·10^6 tasks).
             lag_r = np.zeros(lag_r.shape, dtype=lag_r.dtype)
             lag_s = np.zeros(lag_s.shape, dtype=lag_s.dtype)
-        stage = t["stage"].to_numpy()
-        segment = t["segment"].to_numpy()
+        run = _Arrays(
+            _copied(t["duration_ns"].to_numpy()),
+            lag_r,
+            lag_s,
+            t["stage"].to_numpy(),
+            t["segment"].to_numpy(),
+        )
         slots, drop = self.slots, frozenset[int]()
-        if isinstance(change, SplitPartition):
-            rows = self._partition_rows(change.stage_id, change.partition)
-            if change.slowdown != 1:
-                dur[rows] = np.rint(dur[rows] * change.slowdown)
-            pieces = _pieces(dur[rows], np.full(rows.size, change.k))
-            dur, lag_r, lag_s, stage, segment = (
-                _repeated(a, rows, change.k)
-                for a in (dur, lag_r, lag_s, stage, segment)
-            )
-            # Each split row's k copies of its time become k pieces of it.
-            for i, row in enumerate(rows.tolist()):
-                at = row + i * (change.k - 1)
-                dur[at : at + change.k] = pieces[i * change.k : (i + 1) * change.k]
-        elif isinstance(change, SpeculateTask):
-            row = self._task_row(change.task_id)
-            median, delay = self._speculation(row, change.delay_ns)
-            dur[row] = min(int(dur[row]), delay + median)
-        elif isinstance(change, Executors):
-            slots = max(1, round(self.slots * change.count / self.executors))
-        elif isinstance(change, StagePartitions):
-            dur, lag_r, lag_s, stage, segment = self._repartition(
-                change, dur, lag_r, lag_s, stage, segment
-            )
-        elif isinstance(change, DropDriverGap):
-            drop = frozenset([self._gap_at(change.start_ns)])
-        elif isinstance(change, DropDriverGaps):
-            drop = frozenset(self._gaps_between(change.after_job, change.before_job))
-        elif change is not None:
-            raise InputError(f"not a what-if change: {change!r}")
+        structural = []
+        for step in _steps(change):
+            if isinstance(step, SpeculateTask):
+                row = self._task_row(step.task_id)
+                median, delay = self._speculation(row, step.delay_ns)
+                run.dur[row] = min(int(run.dur[row]), delay + median)
+            elif isinstance(step, TaskTimes):
+                rows = self._task_rows(step.task_ids)
+                run.dur[rows] = np.asarray(step.durations_ns, dtype=run.dur.dtype)
+            elif isinstance(step, Executors):
+                slots = max(1, round(self.slots * step.count / self.executors))
+            elif isinstance(step, DropDriverGap):
+                drop = drop | {self._gap_at(step.start_ns)}
+            elif isinstance(step, DropDriverGaps):
+                drop = drop | set(self._gaps_between(step.after_job, step.before_job))
+            elif isinstance(step, SplitPartition | StagePartitions):
+                structural.append(step)
+            else:
+                raise InputError(f"not a what-if change: {step!r}")
+        splits = [c for c in structural if isinstance(c, SplitPartition)]
+        if len(splits) > 1:
+            raise InputError("a what-if replay splits one partition at a time")
+        overhead = None
+        for step in splits:
+            overhead = self._split(step, run)
+        for step in structural:
+            if isinstance(step, StagePartitions):
+                if overhead is None:
+                    overhead = t["overhead_ns"].to_numpy()
+                overhead = self._repartition(step, run, overhead)
         wall_end, spans, _ = self._plan.simulate(
-            _int64(dur),
-            _int32(stage),
-            _int32(segment),
+            _int64(run.dur),
+            _int32(run.stage),
+            _int32(run.segment),
             slots,
-            drop,
-            lags=(_int64(lag_r), _int64(lag_s)),
+            frozenset(drop),
+            lags=(_int64(run.lag_r), _int64(run.lag_s)),
         )
         ids = self.stages["stage_id"].to_list()
         stage_ns = {ids[s]: e - b for s, (b, e) in spans.items()}
         release_if_long(t.height)  # a mapped model's pages this run read
-        return Outcome(wall_end - self.start_ns, stage_ns, slots, len(dur))
+        return Outcome(wall_end - self.start_ns, stage_ns, slots, len(run.dur))
+
+    def _split(self, change: SplitPartition, run: _Arrays) -> _Array:
+        """Split ``change``'s partition in ``run`` (the traced rows: the
+        first structural step); the overheads, repeated alike."""
+        rows = self._partition_rows(change.stage_id, change.partition)
+        dur = run.dur
+        if change.slowdown != 1:
+            dur[rows] = np.rint(dur[rows] * change.slowdown)
+        pieces = _pieces(dur[rows], np.full(rows.size, change.k))
+        overhead = _repeated(self.tasks["overhead_ns"].to_numpy(), rows, change.k)
+        run.dur, run.lag_r, run.lag_s, run.stage, run.segment = (
+            _repeated(a, rows, change.k)
+            for a in (dur, run.lag_r, run.lag_s, run.stage, run.segment)
+        )
+        # Each split row's k copies of its time become k pieces of it.
+        for i, row in enumerate(rows.tolist()):
+            at = row + i * (change.k - 1)
+            run.dur[at : at + change.k] = pieces[i * change.k : (i + 1) * change.k]
+        return overhead
 
     # -- what a change names --------------------------------------------------
 
@@ -412,6 +438,25 @@ class Replay:
             raise InputError(f"task {task_id} is not in the trace")
         return int(rows[0])
 
+    def _task_rows(self, task_ids: tuple[int, ...]) -> _Array:
+        """The rows of ``task_ids``, in their order (InputError naming the
+        first that is not in the trace)."""
+        order = self._id_order
+        ids = self.tasks["task_id"].to_numpy()
+        wanted = np.asarray(task_ids, dtype=ids.dtype)
+        at = np.searchsorted(ids[order], wanted)
+        at = np.minimum(at, max(0, order.size - 1))
+        rows = order[at] if order.size else np.zeros(0, dtype=np.int64)
+        found = ids[rows] == wanted if order.size else np.zeros(len(wanted), bool)
+        if not bool(np.all(found)):
+            missing = int(wanted[np.flatnonzero(~found)[0]])
+            raise InputError(f"task {missing} is not in the trace")
+        return rows
+
+    @cached_property
+    def _id_order(self) -> _Array:
+        return np.argsort(self.tasks["task_id"].to_numpy(), kind="stable")
+
     def _speculation(self, row: int, delay_ns: int | None) -> tuple[int, int]:
         s = self.tasks["stage"][row]
         # The one column filtered, not the frame: at 3.3·10^6 tasks the
@@ -425,21 +470,24 @@ class Replay:
         return median, delay_ns
 
     def _repartition(
-        self,
-        change: StagePartitions,
-        dur: np.ndarray[Any, Any],
-        *arrays: np.ndarray[Any, Any],
-    ) -> tuple[np.ndarray[Any, Any], ...]:
+        self, change: StagePartitions, run: _Arrays, overheads_all: _Array
+    ) -> _Array:
+        """Re-divide ``change``'s stage in ``run`` (its current rows: other
+        structural steps may have moved them); the overheads after it."""
         stage_index = self._stage_index(change.stage_id)
-        t = self.tasks
         n = change.n
+        dur = run.dur
         # The stage's rows as a mask, and only the first n as indices: at
         # 3.3·10^6 tasks of one stage each index array is 26 MB.
-        in_stage = (t["stage"] == stage_index).to_numpy().astype(bool)
+        in_stage = (run.stage == stage_index).astype(bool)
         rows = np.flatnonzero(in_stage)
         size, head = rows.size, rows[:n].copy()
         del rows
-        overheads = t["overhead_ns"].to_numpy()[in_stage]
+        if size == 0:
+            raise InputError(f"stage {change.stage_id} has no task left to divide")
+        overheads = overheads_all[in_stage]
+        if change.overhead_ns is not None:
+            overheads = np.full(overheads.size, change.overhead_ns, dtype=np.int64)
         # Each task's own overhead goes: merged tasks do not pay it again.
         if overheads.dtype == np.int64 and dur.dtype == np.int64:
             # In place (the same integers): a copy fewer of the stage's
@@ -462,14 +510,12 @@ class Replay:
         # The new tasks take the place (and segment) of the stage's first.
         at = int(head[0])
         first = np.full(n, at)
-        lag_r, lag_s, stage, segment = arrays
-        return (
-            _spliced(dur, keep, at, new_dur),
-            _spliced(lag_r, keep, at, lag_r[rank]),
-            _spliced(lag_s, keep, at, lag_s[rank]),
-            _spliced(stage, keep, at, stage[first]),
-            _spliced(segment, keep, at, segment[first]),
-        )
+        run.dur = _spliced(dur, keep, at, new_dur)
+        run.lag_r = _spliced(run.lag_r, keep, at, run.lag_r[rank])
+        run.lag_s = _spliced(run.lag_s, keep, at, run.lag_s[rank])
+        run.stage = _spliced(run.stage, keep, at, run.stage[first])
+        run.segment = _spliced(run.segment, keep, at, run.segment[first])
+        return _spliced(overheads_all, keep, at, np.full(n, overhead))
 
     def _gap_at(self, start_ns: int) -> int:
         g = self.gaps
@@ -495,6 +541,28 @@ class Replay:
         g = self.gaps
         mask = (g["activity"] == "driver") & (g["start_ns"] >= lo) & (g["end_ns"] <= hi)
         return np.flatnonzero(mask.to_numpy()).tolist()
+
+
+@dataclass
+class _Arrays:
+    """One replay's per-task arrays, in launch order, as the changes leave
+    them."""
+
+    dur: _Array
+    lag_r: _Array
+    lag_s: _Array
+    stage: _Array
+    segment: _Array
+
+
+def _steps(change: Change | None) -> tuple[Change, ...]:
+    """The single changes of ``change`` (a :class:`~.changes.Together` holds
+    several)."""
+    if change is None:
+        return ()
+    if isinstance(change, Together):
+        return change.changes
+    return (change,)
 
 
 # -- building the model ---------------------------------------------------------
