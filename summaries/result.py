@@ -90,7 +90,7 @@ class HintOptions:
     #: straggler_executor: CP >= factor x fair share, or tasks this many
     #: times slower than the same stages' tasks elsewhere; and >= min share.
     straggler_factor: float = 2.0
-    straggler_slowdown: float = 1.5
+    straggler_slowdown: float = 1.2
     #: Tasks each side must run, in all, in the stages an executor's
     #: slowdown compares (one task a side in each stage counts).
     straggler_min_tasks: int = 3
@@ -112,8 +112,9 @@ class HintOptions:
     #: hotspot: records or bytes >= factor x stage median (AQE's
     #: spark.sql.adaptive.skewJoin.skewedPartitionFactor).
     skew_factor: float = 5.0
-    #: parallelism: stages with at least this share of the critical path.
-    parallelism_min_share: float = 0.30
+    #: parallelism: stages with at least this share of the critical path
+    #: (the replayed saving then rates the hint).
+    parallelism_min_share: float = 0.05
     #: parallelism target stage time in seconds (overrides the share).
     target_stage_seconds: float | None = None
     #: scheduling_bound: scheduling + deserialization share, and the task

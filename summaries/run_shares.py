@@ -8,7 +8,7 @@ counts that many times (DESIGN §10).
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -19,6 +19,7 @@ from .frames import SPAN
 __all__ = [
     "WINDOW",
     "Frame",
+    "job_time_ns",
     "n_path_windows",
     "path_windows",
     "run_share",
@@ -133,3 +134,31 @@ def whole_run(
         *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
         *[pl.col(c).sum() for c in summed],
     )
+
+
+def job_time_ns(context: Any) -> int | None:
+    """How long some job was running: the union of the jobs' spans in an
+    :class:`~sparktrail.pag.context.AppContext` (``None``: no job with both
+    times). In a shell or a notebook this, not the wall time, is what the
+    user waited for.
+
+    >>> from sparktrail.pag.context import AppContext, JobSpan
+    >>> job_time_ns(AppContext(jobs=(JobSpan(0, 0, 10), JobSpan(1, 5, 20),
+    ...     JobSpan(2, 100, 110))))
+    30
+    """
+    spans = sorted(
+        (j.start_ns, j.end_ns)
+        for j in context.jobs
+        if j.start_ns is not None and j.end_ns is not None
+    )
+    if not spans:
+        return None
+    total, (start, end) = 0, spans[0]
+    for a, b in spans[1:]:
+        if a > end:
+            total += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return int(total + end - start)

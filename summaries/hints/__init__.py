@@ -16,24 +16,31 @@ import polars as pl
 from sparktrail.pag.trace import release_if_long
 
 from .bound import driver_bound, scheduling_bound, shuffle_bound
+from .dstreams import dstream_backlog
 from .executors import idle_capacity, straggler_executor
 from .failures import failures
 from .hint import HINT_SCHEMA, Hint, hint_frame, severity_legend, share_of_saved
 from .inputs import Context, task_shares
+from .integrity import INTEGRITY_KIND, integrity_notes, log_integrity
 from .memory_pressure import gc_bound, spill
 from .over_time import moving_hotspot, state_skew
 from .parallelism import parallelism
 from .partitions import over_partitioned
+from .phases import driver_phases
 from .ranking import finish_hints
+from .reread import re_read
+from .saturation import capacity_bound
 from .stream_progress import planning_bound, stream_backlog, trigger_bound
 from .tasks import task_hints
 
 __all__ = [
     "HINT_SCHEMA",
+    "INTEGRITY_KIND",
     "RULES",
     "Context",
     "Hint",
     "hint_frame",
+    "integrity_notes",
     "ranked_hints",
     "rebalancing_hints",
     "rule_hints",
@@ -51,21 +58,27 @@ RULES: tuple[Callable[[Context], list[Hint]], ...] = (
     scheduling_bound,
     shuffle_bound,
     driver_bound,
+    driver_phases,
     idle_capacity,
+    capacity_bound,
     over_partitioned,
     gc_bound,
     spill,
+    re_read,
     moving_hotspot,
     stream_backlog,
+    dstream_backlog,
     state_skew,
     trigger_bound,
     planning_bound,
     failures,
+    log_integrity,
 )
 
 
 def shown_hints(hints: pl.DataFrame) -> pl.DataFrame:
-    """The hints worth showing: all but ``info`` (a saving under 2%).
+    """The hints worth showing: all but ``info`` (a saving under 2%, or a
+    note of the log's integrity, shown beside the verdict).
 
     >>> h = pl.DataFrame({"kind": ["a", "b"], "severity": ["info", "low"]})
     >>> shown_hints(h)["kind"].to_list()

@@ -33,6 +33,7 @@ from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
 from ..operator import stage_label
 from ..run_shares import run_share
+from .dstreams import dstream_waits
 from .hint import Hint
 from .inputs import Context
 from .partitions import over_partitioned_stages
@@ -263,6 +264,16 @@ def _intervals(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
+def _waiting(interval: dict[str, Any], waits: list[tuple[int, int]]) -> bool:
+    """Whether the interval lies (mostly) in one of ``waits``."""
+    length = max(1, interval["end_ns"] - interval["start_ns"])
+    for start, end in waits:
+        overlap = min(end, interval["end_ns"]) - max(start, interval["start_ns"])
+        if overlap >= 0.5 * length:
+            return True
+    return False
+
+
 def _between_jobs(interval: dict[str, Any]) -> bool:
     return interval["after_job"] is not None and interval["before_job"] is not None
 
@@ -290,7 +301,9 @@ def driver_bound(ctx: Context) -> list[Hint]:
     if interactive_signs(ctx.app, ctx.stage_labels.values()):
         return []
     intervals = _intervals(ctx)
-    between = [i for i in intervals if _between_jobs(i)]
+    waits = dstream_waits(ctx.app) if ctx.facts.kind == "dstream" else []
+    # A DStream's waits for its next batch are the stream idling.
+    between = [i for i in intervals if _between_jobs(i) and not _waiting(i, waits)]
     share = sum(i["cp_share"] for i in between)
     if share < opts.driver_min_share:
         return []

@@ -52,6 +52,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.memory import trim_heap
+from sparktrail.whatif.changes import TaskTimes
 
 from .capacity import (
     PROPOSED_TIMEOUT_NS,
@@ -106,10 +107,13 @@ def _saving(
     return critical_ns * max(0.0, 1 - 1 / slowdown) if slowdown > 0 else 0.0
 
 
-def _speculation_advice(ctx: Context, hosts: int, own_fault: bool) -> str:
+def _speculation_advice(
+    ctx: Context, hosts: int, own_fault: bool, slowdown: float | None = None
+) -> str:
     """What speculation can do, and what to leave out if it stays slow
     (``hosts``: the distinct hosts of the executors, 0 when unknown;
-    ``own_fault``: it is slow beside its own host's executors)."""
+    ``own_fault``: it is slow beside its own host's executors; ``slowdown``
+    its measured slowdown, under which speculation copies no task)."""
     if own_fault:
         leave_out = (
             "kill it (SparkContext.killExecutors) so a fresh one replaces it; "
@@ -127,6 +131,11 @@ def _speculation_advice(ctx: Context, hosts: int, own_fault: bool) -> str:
             "speculation cannot help: every executor is on one host, and Spark "
             f"never runs a copy on the host of the original; {leave_out}"
         )
+    if slowdown is not None and slowdown < SPECULATION_MULTIPLIER:
+        return (
+            f"its {slowdown:.2g}x is under what speculation copies (a task "
+            f"{SPECULATION_MULTIPLIER:g}x its stage's median): {leave_out}"
+        )
     if ctx.app.flag("spark.speculation"):
         multiplier = ctx.app.setting("spark.speculation.multiplier") or "1.5"
         quantile = ctx.app.setting("spark.speculation.quantile") or "0.75"
@@ -142,6 +151,9 @@ def _speculation_advice(ctx: Context, hosts: int, own_fault: bool) -> str:
     )
 
 
+#: Spark's default spark.speculation.multiplier: a task is copied only once
+#: it runs this many times its stage's median.
+SPECULATION_MULTIPLIER = 1.5
 #: An executor with less of the critical path than this held nothing back.
 MIN_CRITICAL_SHARE = 0.02
 #: Tasks shorter than this (Spark's own floor for speculating a task,
@@ -203,11 +215,11 @@ def straggler_executor(ctx: Context) -> list[Hint]:
         speed = ""
         if slow and slowdown is not None:
             speed = _speed_text(slowdown, own_fault, host_slowdown, hosts, executor)
+        advice = _speculation_advice(ctx, len(set(hosts.values())), own_fault, slowdown)
         action = (
             f"executor {ex['executor_id']}: {speed}carries {ex['cp_share']:.0%} of "
             f"the critical path against a fair share of {ex['fair_share']:.0%}: "
-            f"{_speculation_advice(ctx, len(set(hosts.values())), own_fault)}; "
-            f"{_why_text(ctx, gc, own_fault)}"
+            f"{advice}; {_why_text(ctx, gc, own_fault)}"
         )
         critical_ns = ex["cp_share"] * ctx.wall_ns
         saving = _saving(ctx, executor, critical_ns, slowdown)
@@ -219,9 +231,26 @@ def straggler_executor(ctx: Context) -> list[Hint]:
                 action,
                 executor_id=ex["executor_id"],
                 predicted_saving_ns=saving,
+                change=_at_peer_speed(ctx, executor, slowdown) if slow else None,
             )
         )
     return hints
+
+
+def _at_peer_speed(ctx: Context, executor: str, slowdown: float | None) -> Any:
+    """The replay of the executor's settled tasks at its peers' speed (its
+    task times over its measured slowdown): what replacing it saves, the
+    stages that waited for its last tasks included."""
+    if slowdown is None or slowdown <= 1:
+        return None
+    settled = ~pl.col("status").fill_null("success").is_in(["failed", "killed"])
+    mine = ctx.tasks.filter((pl.col("executor") == executor) & settled).select(
+        "task_id", "duration_ns"
+    )
+    if mine.is_empty():
+        return None
+    faster = (mine["duration_ns"].cast(pl.Float64) / slowdown).round(0).cast(pl.Int64)
+    return TaskTimes(tuple(mine["task_id"].to_list()), tuple(faster.to_list()))
 
 
 def _holds_the_run_back(
@@ -240,7 +269,7 @@ def _holds_the_run_back(
         # Measured at the same work, it is not slow: it holds the path
         # because it ran more, or a slow task of its (the task hints').
         return False
-    if has_path and ratio is not None and ratio < 1.0:
+    if not slow and has_path and ratio is not None and ratio < 1.0:
         return False  # below its fair share: it held the run back least
     # 1.6x of a few ms is fixed costs, not a slow host
     return _median_task_ns(ctx, str(ex["executor_id"])) >= MIN_TASK_NS

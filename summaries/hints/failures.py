@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -61,6 +62,7 @@ from .hint import Hint
 from .inputs import Context
 from .memory_pressure import memory_of
 from .platform import spark_at_least
+from .remedies import remedies
 from .wording import settings_text
 
 __all__ = ["exit_code", "exit_meaning", "failures", "is_oom"]
@@ -160,7 +162,11 @@ def _lost_executors(app: AppContext) -> dict[str, ExecutorLife]:
     return {
         e.executor_id: e
         for e in app.executors
-        if e.removed_reason and not _RELEASED.search(e.removed_reason)
+        # A removal whose time was set aside (an implausible timestamp) is
+        # no death the run saw.
+        if e.removed_reason
+        and e.removed_ns is not None
+        and not _RELEASED.search(e.removed_reason)
     }
 
 
@@ -179,7 +185,7 @@ class _Run:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.app = ctx.app
+        self.app = before_the_end(ctx.app)
         tasks = ctx.tasks
         cols = [c for c in ("task_id", "cp_share", "duration_ns") if c in tasks.columns]
         self.cost: dict[int, tuple[float, float]] = {}
@@ -211,6 +217,22 @@ class _Run:
                 return self.failed_jobs[job]
         return None
 
+    def torn_down(self, job: Failure) -> bool:
+        """Whether ``job`` is a streaming application's batch cut off as it
+        stopped: its last jobs cancelled by the shutdown, with no task
+        failure to explain it (a stream stops between or inside a batch)."""
+        if self.ctx.facts.kind not in ("dstream", "structured_streaming"):
+            return False
+        if "SparkContext was shut down" not in (job.message or ""):
+            return False
+        others = [
+            f
+            for f in self.app.failures
+            if f.kind not in ("JobFailed", "TaskKilled")
+            and "SparkContext was shut down" not in (f.message or "")
+        ]
+        return not others
+
     def where(self, stage: int | None) -> str:
         label = None if stage is None else self.ctx.stage_labels.get(stage)
         return stage_label(stage, label)
@@ -231,7 +253,7 @@ class _Run:
         stages = [f.stage_id for f in found] + [stage]
         own = [f for f in found if f.kind == "JobFailed"]
         job = own[0] if own else self.failed_job(stages)
-        if job is not None and cancelled(job):
+        if job is not None and (cancelled(job) or self.torn_down(job)):
             job = None  # a stop, not a failure: rated by what it cost
         evidence = {"cause": cause, **evidence, "failed_core_ns": core_ns}
         counts = self.app.failure_counts
@@ -280,13 +302,49 @@ class _Run:
         )
 
 
+#: Failures this long after ``ApplicationEnd`` are the teardown's: the
+#: program had stopped (a file system closed under a last task, say).
+TEARDOWN_NS = 0
+
+
+def before_the_end(app: AppContext) -> AppContext:
+    """``app`` without the task failures that ended after the application
+    did (its teardown's: a file system closed under a last task, not the
+    program's error); a job or stage cut off then stays (the stop is its
+    cause). Unchanged without an end.
+
+    >>> from sparktrail.pag.context import Failure
+    >>> app = AppContext(end_ns=100, failures=(Failure("ExceptionFailure",
+    ...     time_ns=90), Failure("ExceptionFailure", time_ns=170)))
+    >>> [f.time_ns for f in before_the_end(app).failures]
+    [90]
+    """
+    end = app.end_ns
+    if end is None:
+        return app
+    kept = tuple(
+        f
+        for f in app.failures
+        if f.kind in ("JobFailed", "StageFailed")
+        or f.time_ns is None
+        or f.time_ns <= end + TEARDOWN_NS
+    )
+    return app if len(kept) == len(app.failures) else replace(app, failures=kept)
+
+
 def failures(ctx: Context) -> list[Hint]:
-    """``failures``: one hint per cause group (module docstring)."""
-    app = ctx.app
+    """``failures``: one hint per root cause (module docstring)."""
+    app = before_the_end(ctx.app)
     lost = _lost_executors(app)
     if not app.failures and not lost:
         return []
     run = _Run(ctx)
+    return _folded(run, _hints(ctx, run, lost))
+
+
+def _hints(ctx: Context, run: _Run, lost: dict[str, ExecutorLife]) -> list[Hint]:
+    """Every cause group's hint, before consequences are folded in."""
+    app = run.app
     oom = [
         f for f in app.failures if f.kind != "JobFailed" and is_oom(_failure_text(f))
     ]
@@ -322,12 +380,88 @@ def failures(ctx: Context) -> list[Hint]:
     elif executor_lost or dead:
         hints.append(_lost_hint(run, executor_lost, dead))
     hints += [_fetch_hint(run, stage, found, lost) for stage, found in fetch.items()]
-    # A job aborted by a stage failure is told by that stage's hint.
+    # A job aborted by a stage failure is told by that stage's hint (the
+    # stage or any stage its hint names: an OOM's stages).
     hinted = {h.stage_id for h in hints if h.stage_id is not None}
+    for h in hints:
+        hinted.update(s for s in h.evidence.get("stages") or () if isinstance(s, int))
     for job in run.failed_jobs.values():
         if job.stage_id is None or job.stage_id not in hinted:
             hints.append(_job_hint(run, job, shutdown))
     return hints
+
+
+#: A job cancelled by the context's shutdown this soon after another job
+#: failed went down with it: a consequence of that failure, not a cause.
+CONSEQUENCE_NS = 10_000_000_000
+
+
+def _folded(run: _Run, hints: list[Hint]) -> list[Hint]:
+    """``hints`` with the jobs that a failure took down folded into its
+    hint (one root cause, one hint): the jobs cancelled because the
+    SparkContext was shut down within :data:`CONSEQUENCE_NS` after
+    another job failed."""
+    roots = [
+        h
+        for h in hints
+        if h.evidence.get("failed_job") is not None and not _shut_down(h)
+    ]
+    if not roots:
+        return hints
+    failed_at = {
+        h.evidence["failed_job"]: run.failed_jobs[h.evidence["failed_job"]].time_ns
+        for h in roots
+        if h.evidence["failed_job"] in run.failed_jobs
+    }
+    folded: dict[int, list[str]] = {}
+    kept = []
+    for h in hints:
+        root = _root_of(run, h, failed_at) if _shut_down(h) else None
+        if root is None:
+            kept.append(h)
+            continue
+        job = run.failed_jobs.get(int(h.evidence.get("job_id") or -1))
+        gap = (job.time_ns or 0) - (failed_at[root] or 0) if job else 0
+        folded.setdefault(root, []).append(
+            f"job {h.evidence.get('job_id')} cancelled {gap / 1e9:.2g} s later"
+        )
+    out = []
+    for h in kept:
+        extra = folded.get(int(h.evidence["failed_job"])) if h in roots else None
+        if extra:
+            h = replace(
+                h,
+                evidence=h.evidence | {"consequences": extra},
+                action=f"{h.action}; the shutdown that followed cancelled "
+                f"{len(extra)} more job(s) ({', '.join(extra[:4])}): the same failure",
+            )
+        out.append(h)
+    return out
+
+
+def _shut_down(hint: Hint) -> bool:
+    """Whether a job hint is of a job cancelled as the context shut down."""
+    return hint.evidence.get(
+        "cause"
+    ) == "job_failed" and "SparkContext was shut down" in (
+        hint.evidence.get("message") or ""
+    )
+
+
+def _root_of(run: _Run, hint: Hint, failed_at: dict[int, int | None]) -> int | None:
+    """The failed job whose failure this shutdown's cancelled job followed
+    within :data:`CONSEQUENCE_NS` (``None``: none did)."""
+    job = run.failed_jobs.get(int(hint.evidence.get("job_id") or -1))
+    if job is None or job.time_ns is None:
+        return None
+    before = [
+        (at, root)
+        for root, at in failed_at.items()
+        if at is not None
+        and root != job.job_id
+        and 0 <= job.time_ns - at <= CONSEQUENCE_NS
+    ]
+    return max(before)[1] if before else None
 
 
 #: Executors removed this close to the application's end went with it.
@@ -368,21 +502,18 @@ def _oom_hint(run: _Run, found: list[Failure], lost: set[str]) -> Hint:
     container = any(c in (137, 143, -104, -103) for c in codes) or any(
         "memory limit" in (f.message or "") for f in found
     )
-    fixes = [memory.heap_action()]
-    if container and not app.is_local:
-        fixes.insert(
-            0,
-            "raise spark.executor.memoryOverhead (the container's memory beyond "
-            "the heap: Python workers, off-heap, native buffers)",
-        )
-    if any("GPU" in (f.message or "") for f in found):
-        fixes.append(
-            "run fewer concurrent tasks per GPU (spark.rapids.sql.concurrentGpuTasks)"
-        )
-    fixes.append(
-        f"split {run.where(stage)} into more, smaller partitions "
-        "(spark.sql.shuffle.partitions, or repartition before it)"
-    )
+    gpu = any("GPU" in _failure_text(f) for f in found)
+    if gpu:
+        fixes = _gpu_fixes(run, stage)
+    else:
+        fixes = [memory.heap_action()]
+        if container and not app.is_local:
+            fixes.insert(
+                0,
+                "raise spark.executor.memoryOverhead (the container's memory beyond "
+                "the heap: Python workers, off-heap, native buffers)",
+            )
+        fixes.append(_smaller_tasks(run, stage))
     evidence = {
         "attempts": len(found),
         "stages": stages,
@@ -398,6 +529,80 @@ def _oom_hint(run: _Run, found: list[Failure], lost: set[str]) -> Hint:
         + "; ".join(fixes)
     )
     return run.hint("out_of_memory", found, evidence, action, stage, _top(executors))
+
+
+def _setting_float(app: AppContext, key: str, default: float) -> float:
+    try:
+        return float(app.setting(key) or default)
+    except ValueError:
+        return default
+
+
+#: The RAPIDS plugin's defaults: the share of a GPU's memory it pools, and
+#: the tasks that share a GPU.
+GPU_ALLOC_FRACTION, GPU_CONCURRENT_TASKS = 1.0, 2
+
+
+def _gpu_fixes(run: _Run, stage: int | None) -> list[str]:
+    """The remedies of a GPU's memory running out (:mod:`.remedies`): the
+    plugin's pool, the tasks sharing a GPU, the input each task reads; the
+    JVM heap is not the GPU's memory."""
+    app, facts = run.app, run.ctx.facts
+    alloc = _setting_float(
+        app, "spark.rapids.memory.gpu.allocFraction", GPU_ALLOC_FRACTION
+    )
+    tasks = int(
+        _setting_float(app, "spark.rapids.sql.concurrentGpuTasks", GPU_CONCURRENT_TASKS)
+    )
+    split = _bytes(app.setting("spark.sql.files.maxPartitionBytes")) or 128 << 20
+    found = remedies(
+        "gpu_memory",
+        facts,
+        engine="gpu",
+        stage_id=stage,
+        alloc=f"{min(0.9, max(0.5, alloc * 4)):g}",
+        alloc_now=f"{alloc:g}",
+        gpu_alloc_low=alloc < 0.5,
+        gpu_tasks=max(1, tasks // 2),
+        gpu_tasks_now=tasks,
+        gpu_concurrency=tasks > 1,
+        split="512m",
+        split_now=f"{split >> 20}MB",
+        large_splits=split > 1 << 30,
+    )
+    return found or [
+        "give each task less to hold on the GPU (fewer concurrent GPU tasks, "
+        "smaller input splits); the executor's JVM heap is not the GPU's memory"
+    ]
+
+
+def _bytes(text: str | None) -> int | None:
+    found = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
+    if not found:
+        return None
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    return int(found.group(1)) * scale[found.group(2)]
+
+
+def _smaller_tasks(run: _Run, stage: int | None) -> str:
+    """How to give the failing stage's tasks less each: by what it reads."""
+    facts = run.ctx.facts
+    reads = facts.reads(stage)
+    where = run.where(stage)
+    if reads == "input":
+        return (
+            f"split {where} into smaller tasks: it scans its input, so lower "
+            "spark.sql.files.maxPartitionBytes (or the input's minPartitions)"
+        )
+    if reads == "shuffle":
+        return (
+            f"split {where} into more, smaller partitions (spark.sql.shuffle."
+            "partitions, or the shuffle's numPartitions)"
+        )
+    return (
+        f"split {where} into more, smaller partitions "
+        "(spark.sql.shuffle.partitions, or repartition before it)"
+    )
 
 
 def app_reason(app: AppContext, executor: str) -> str | None:
@@ -427,6 +632,10 @@ def _task_error_hint(run: _Run, stage: int | None, found: list[Failure]) -> Hint
         "hosts": _listed(f.host for f in found),
     }
     raised = f"{exception}: {message}" if message else str(exception)
+    root = _top(f.root_cause for f in found)
+    if root and root not in raised:
+        evidence["root_cause"] = root
+        raised = f"{root} (raised inside {raised})"
     at = f" at {site}" if site else ""
     many = f"{_attempts(len(found))} of {run.where(stage)} failed"
     if job is not None:
@@ -704,7 +913,13 @@ def _job_hint(run: _Run, job: Failure, shutdown: set[str] | None = None) -> Hint
     if stopped and ended is not None and job.time_ns is not None:
         evidence["ended_before_job_ns"] = job.time_ns - ended
     action = f"job {job.job_id} failed ({job.message}{_ending(run, job)})"
-    if stopped:
+    if run.torn_down(job):
+        evidence["teardown"] = True
+        action += (
+            ": the stream was stopped while a batch ran (its application's "
+            "teardown); nothing to fix unless the stop was unexpected"
+        )
+    elif stopped:
         action += (
             ": the application stopped while it ran; the driver's log says "
             "what stopped the SparkContext (an error in the driver, a kill, "

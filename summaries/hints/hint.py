@@ -44,8 +44,9 @@ SHOWN_SHARE = SEVERITY_SHARES[-1][1]
 #: streaming query's busy time (its batches' trigger time, for a hint on
 #: its stages or its planning); ``input`` the input of a streaming query
 #: (``stream_backlog``); ``trigger`` its trigger interval
-#: (``trigger_bound``).
-SHARE_OF = ("run", "slot_time", "query_batch_time", "input", "trigger")
+#: (``trigger_bound``); ``job_time`` the time some job ran (an interactive
+#: session's: the rest is a person thinking).
+SHARE_OF = ("run", "slot_time", "query_batch_time", "input", "trigger", "job_time")
 
 
 #: The hints frame's columns (declared in :mod:`~sparktrail.summaries.frames`).
@@ -172,8 +173,10 @@ def rated(hint: Hint, min_saving_ns: float) -> str:
     decided. From :data:`SEVERITY_SHARES` by the saving's share, ``info``
     (kept, not shown) under ``min_saving_ns`` of wall time whatever its
     share (0.4 s of a 2 s toy run is no finding), for a cause the rule
-    could not check (``unchecked`` in its evidence) and on a streaming
-    query's first batch (``startup_batch``, a one-off); except a
+    could not check (``unchecked`` in its evidence), on a streaming
+    query's first batch (``startup_batch``, a one-off) and for a cost with
+    no remedy to act on (``one_off``: executors starting once), and under
+    the rule's own floor (``min_share`` in its evidence); except a
     ``failures`` hint on a failed job, ``high`` whatever time it cost (the
     run did not finish its work), and otherwise rated on its saving alone.
 
@@ -191,8 +194,12 @@ def rated(hint: Hint, min_saving_ns: float) -> str:
     severity = saving_severity(hint.saving_share)
     if severity == "info":
         return severity
+    if (hint.saving_share or 0.0) < hint.evidence.get("min_share", 0.0):
+        return "info"  # the rule's own floor: a smaller finding is no finding
     if hint.kind != "failures" and (
-        "unchecked" in hint.evidence or hint.evidence.get("startup_batch")
+        "unchecked" in hint.evidence
+        or hint.evidence.get("startup_batch")
+        or hint.evidence.get("one_off")
     ):
         return "info"
     saving = hint.predicted_saving_ns

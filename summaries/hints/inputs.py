@@ -33,12 +33,17 @@ from sparktrail.whatif.replay import TASK_COLUMNS, Replay
 from ..operator import stage_name
 from ..partials import Partials
 from ..result import HintOptions
-from ..run_shares import run_share
+from ..run_shares import job_time_ns, run_share
+from .facts import RunFacts, run_facts
 
 __all__ = [
+    "UNEVEN_RATIO",
     "Context",
     "task_shares",
 ]
+
+#: A stage whose longest task runs this many times its median is uneven.
+UNEVEN_RATIO = 2.0
 
 
 def task_shares(
@@ -373,10 +378,20 @@ class Context:
             self, tasks=kept.clear(), replay_input=[] if built else [kept]
         )
         ranking.__dict__["stage_jobs"] = self.stage_jobs
-        for cache in ("replay", "span_ns"):
+        ranking.__dict__["facts"] = self.facts
+        for cache in ("replay", "span_ns", "judged_ns"):
             if cache in self.__dict__:  # computed once (a failed replay warned)
                 ranking.__dict__[cache] = self.__dict__[cache]
         return ranking
+
+    @cached_property
+    def facts(self) -> RunFacts:
+        """The run's facts (:mod:`.facts`), computed once for every rule."""
+        columns = [
+            c for c in ("stage_id", "partition", "status") if c in self.tasks.columns
+        ]
+        tasks = self.tasks.select(columns) if "stage_id" in columns else None
+        return run_facts(self.app, tasks, self.stage_labels.values())
 
     @cached_property
     def stage_jobs(self) -> pl.DataFrame:
@@ -395,7 +410,8 @@ class Context:
         """One row per stage of :attr:`tasks`, computed once for every rule.
 
         ``stage_id, tasks, launch_ns`` (first launch), ``end_ns`` (last
-        end), ``workers`` (distinct), the sums of ``records, bytes,
+        end), ``longest_ns`` (its longest task), ``workers`` (distinct), the
+        sums of ``records, bytes,
         useful_ns, duration_ns`` and, when the facts have them, ``gc_ns,
         run_ns`` and ``gc_tasks`` (tasks with GC); the medians
         ``median_ns, median_records, median_bytes``, and the same over the
@@ -425,6 +441,7 @@ class Context:
                     pl.len().alias("tasks"),
                     pl.col("launch_ns").min(),
                     pl.col("end_ns").max(),
+                    pl.col("duration_ns").max().alias("longest_ns"),
                     pl.col("worker").n_unique().alias("workers"),
                     pl.col(sums).sum(),
                     *gc_tasks,
@@ -446,6 +463,7 @@ class Context:
                     pl.len().alias("tasks"),
                     pl.col("launch_ns").min(),
                     pl.col("end_ns").max(),
+                    pl.col("duration_ns").max().alias("longest_ns"),
                     pl.col("worker").unique().alias("workers"),
                     pl.col(sums).sum(),
                     *gc_tasks,
@@ -456,6 +474,7 @@ class Context:
             pl.col("tasks").sum(),
             pl.col("launch_ns").min(),
             pl.col("end_ns").max(),
+            pl.col("longest_ns").max(),
             pl.col("workers")
             .list.explode(keep_nulls=False, empty_as_null=False)
             .n_unique(),
@@ -468,6 +487,16 @@ class Context:
     def stage_row(self, stage_id: int) -> dict[str, Any] | None:
         """:attr:`stage_facts` of one stage (None: it has no task)."""
         return self._stage_rows.get(stage_id)
+
+    def uneven(self, stage_id: int) -> bool:
+        """Whether the stage's longest task ran :data:`UNEVEN_RATIO` times
+        its median (of three tasks or more): a tail of slow tasks holds it,
+        so its work re-divided evenly is no model of a change to its task
+        count (the task hints name the tail's cause)."""
+        row = self.stage_row(stage_id)
+        if row is None or row["tasks"] < 3 or not row["median_ns"]:
+            return False
+        return bool((row["longest_ns"] or 0) >= UNEVEN_RATIO * row["median_ns"])
 
     @cached_property
     def _stage_rows(self) -> dict[int, dict[str, Any]]:
@@ -505,6 +534,18 @@ class Context:
         """The run's wall time: the trace's first start to its last end."""
         start, end = self.span_ns
         return end - start
+
+    @cached_property
+    def judged_ns(self) -> int:
+        """What a finding's saving is weighed against: the run's wall time,
+        or in an interactive session (a shell, a notebook) the time some job
+        ran (:func:`~..run_shares.job_time_ns`): the rest is a person
+        thinking, and the user waited for the jobs."""
+        if self.facts.kind == "interactive":
+            busy = job_time_ns(self.app)
+            if busy:
+                return busy
+        return self.wall_ns
 
     def stage_cp(self, *activities: str) -> pl.DataFrame:
         """``stage_id, cp``: each stage's CP in ``activities``, largest first.

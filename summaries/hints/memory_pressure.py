@@ -187,7 +187,8 @@ def memory_of(ctx: Context) -> Memory:
     setting = "spark.driver.memory" if local else "spark.executor.memory"
     now = app.setting(setting) or DEFAULT_MEMORY
     try:
-        fraction = float(app.setting("spark.memory.fraction") or DEFAULT_FRACTION)
+        value = app.setting("spark.memory.fraction")
+        fraction = float(value) if value is not None else None
     except ValueError:
         fraction = None
     return Memory(local, now, fraction)
@@ -219,6 +220,64 @@ def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
         f"split {_where(ctx, stage_id)} into more, smaller tasks "
         f"({more} instead of {tasks}: spark.sql.shuffle.partitions={more} if it "
         f"reads a shuffle, else repartition({more}) before it)"
+    )
+
+
+#: The fraction of the heap for execution and storage: Spark 1.6's
+#: default, and from 2.0 on; before 1.6, shuffle aggregation's own share.
+FRACTION_1_6, LEGACY_SHUFFLE_FRACTION = 0.75, 0.2
+
+
+def fraction_advice(ctx: Context, memory: Memory, step: float) -> str | None:
+    """Moving the heap's execution share by ``step``, in the run's Spark:
+    ``spark.memory.fraction`` from 1.6 (0.75 by default in 1.6, 0.6
+    after), ``spark.shuffle.memoryFraction`` before it (0.2); ``None`` when
+    the version is unknown (no setting that exists in every version) or the
+    value is at its bound.
+
+    >>> from sparktrail.pag.context import AppContext
+    >>> from .facts import run_facts
+    >>> class C: facts = run_facts(AppContext(spark_version="1.5.2"))
+    >>> fraction_advice(C, Memory(False, "4g", None), 0.1)
+    'raise spark.shuffle.memoryFraction from 0.2 to 0.3'
+    >>> class D: facts = run_facts(AppContext(spark_version="1.6.0"))
+    >>> fraction_advice(D, Memory(False, "4g", None), -0.1)
+    'lower spark.memory.fraction from 0.75 to 0.65'
+    """
+    facts = ctx.facts
+    if facts.version is None:
+        return None
+    verb = "raise" if step > 0 else "lower"
+    if facts.at_least(1, 6) is False:
+        if step < 0:
+            return None  # storage's share is no lever of a task's heap there
+        now = _float(facts.app.setting("spark.shuffle.memoryFraction"))
+        now = LEGACY_SHUFFLE_FRACTION if now is None else now
+        new = round(min(FRACTION_HIGH, now + step), 2)
+        return f"{verb} spark.shuffle.memoryFraction from {now:g} to {new:g}"
+    default = FRACTION_1_6 if facts.at_least(2, 0) is False else DEFAULT_FRACTION
+    now = default if memory.fraction is None else memory.fraction
+    new = round(min(FRACTION_HIGH, max(FRACTION_LOW, now + step)), 2)
+    if math.isclose(new, now) or (new - now) * step < 0:
+        return None
+    return f"{verb} spark.memory.fraction from {now:g} to {new:g}"
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _python_memory(ctx: Context) -> str:
+    """PySpark's Python-side aggregation spills above its worker memory."""
+    now = ctx.app.setting("spark.python.worker.memory") or "512m"
+    mib = memory_mib(now)
+    more = memory_text(mib * MEMORY_FACTOR) if mib is not None else "more"
+    return (
+        f"raise spark.python.worker.memory from {now} to {more} (a PySpark "
+        "aggregation spills in its Python workers above it, whatever the JVM heap)"
     )
 
 
@@ -290,12 +349,11 @@ def gc_bound(ctx: Context) -> list[Hint]:
     )
     top = stages[0]
     steps = [memory.heap_action()]
-    lower = memory.fraction_to(-FRACTION_STEP)
-    if lower is not None:
-        now = DEFAULT_FRACTION if memory.fraction is None else memory.fraction
+    fraction = fraction_advice(ctx, memory, -FRACTION_STEP)
+    if fraction is not None:
         steps.append(
-            f"if it caches data, lower spark.memory.fraction from {now:g} to "
-            f"{lower:g} (fewer cached blocks leave the heap to task objects)"
+            f"if it caches data, {fraction} (fewer cached blocks leave "
+            "the heap to task objects)"
         )
     # Not below Spark's guideline: smaller tasks would pay their fixed costs
     # more often (a stage of 33 M tasks of 0.05 ms was told to double its
@@ -385,13 +443,12 @@ def spill(ctx: Context) -> list[Hint]:
         of_skew = s["skewed_spilling_tasks"] == spilling < tasks
         first = _skew_spill(ctx) if of_skew else _partitions(ctx, s["stage_id"], tasks)
         steps = [first, memory.heap_action()]
-        higher = memory.fraction_to(FRACTION_STEP)
-        if higher is not None:
-            now = DEFAULT_FRACTION if memory.fraction is None else memory.fraction
-            steps.append(
-                f"raise spark.memory.fraction from {now:g} to {higher:g} (more "
-                "of the heap for execution)"
-            )
+        if ctx.facts.engine(s["stage_id"]) == "pyspark_rdd":
+            # PySpark's own aggregation spills in its Python workers.
+            steps.insert(0, _python_memory(ctx))
+        fraction = fraction_advice(ctx, memory, FRACTION_STEP)
+        if fraction is not None:
+            steps.append(f"{fraction} (more of the heap for execution)")
         action = (
             f"{spilling} of {tasks} tasks ({spilling / tasks:.0%}) of "
             f"{_where(ctx, s['stage_id'])} spilled to disk "

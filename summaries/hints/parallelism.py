@@ -65,7 +65,8 @@ from sparktrail.whatif.changes import StagePartitions
 from ..operator import stage_label
 from .hint import Hint
 from .inputs import Context
-from .wording import fmt_s
+from .remedies import remedies, remedy_text
+from .wording import fmt_mb, fmt_s
 
 __all__ = [
     "NEGLIGIBLE_PRICE",
@@ -222,9 +223,11 @@ def reshuffle_price(ctx: Context, s: dict[str, Any], slots: int) -> dict[str, An
     }
 
 
-def _split(s: dict[str, Any], partitions: int) -> str:
-    """How to give the stage ``partitions`` tasks, by where its split comes
-    from (``s["source"]``)."""
+def _fallback_split(s: dict[str, Any], partitions: int, reads: str | None) -> str:
+    """How to give the stage ``partitions`` tasks where the run's facts name
+    no remedy (a trace without its context): by where its split comes from
+    (``s["source"]``, as the trace shows it; what the stage ``reads``, when
+    the context says, first)."""
     if s["source"] == "repartition":
         n = s["repartition_n"]
         return (
@@ -232,7 +235,7 @@ def _split(s: dict[str, Any], partitions: int) -> str:
             f"it; make it repartition({partitions}) (spark.sql.shuffle.partitions "
             "does not change an explicit repartition)"
         )
-    if s["source"] == "shuffle":
+    if s["source"] == "shuffle" and reads in (None, "shuffle"):
         return (
             f"at least {partitions} partitions (spark.sql.shuffle.partitions="
             f"{partitions} / spark.default.parallelism={partitions}: more reducers "
@@ -246,9 +249,104 @@ def _split(s: dict[str, Any], partitions: int) -> str:
             "taken off the saving"
         )
     return (
-        f"at least {partitions} partitions (repartition({partitions}) before it: "
+        f"{partitions} partitions (repartition({partitions}) before it: "
         f"it reads input or cached blocks, not a shuffle{price})"
     )
+
+
+#: A scope name of the RDD API's own repartitioning call.
+_RDD_CALLS = ("coalesce", "repartition", "partitionBy")
+
+
+def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
+    """How to give the stage ``partitions`` tasks: the remedies of the
+    catalogue that fit its engine, input, Spark version and platform
+    (:mod:`.remedies`), else what the trace shows (:func:`_fallback_split`)."""
+    facts = ctx.facts
+    stage = facts.stage(s["stage_id"])
+    call = call_new = None
+    if s["source"] == "repartition":
+        call = f"repartition({s['repartition_n']})"
+        call_new = f"repartition({partitions})"
+    elif stage is not None:
+        # PySpark's own shuffles (groupByKey, reduceByKey) call partitionBy
+        # themselves: a scope of that name is no call of the program's.
+        calls = _RDD_CALLS if stage.engine != "pyspark_rdd" else _RDD_CALLS[:2]
+        asked = [n for n in stage.rdds if n in calls]
+        if asked:
+            call, call_new = f"{asked[0]}({s['tasks']})", f"{asked[0]}({partitions})"
+    engine = stage.engine if stage else None
+    reads = stage.reads if stage else None
+    if reads is None and s["source"] == "shuffle":
+        reads = "shuffle"
+    cap = _bytes_setting(
+        facts.setting("spark.sql.files.maxPartitionBytes", s["stage_id"])
+    )
+    per_task = s["bytes"] / max(1, s["tasks"])
+    values = {
+        "engine": engine,
+        "reads": reads,
+        "stage_id": s["stage_id"],
+        "n": partitions,
+        "now": s["tasks"],
+        "tasks": s["tasks"],
+        "call": call,
+        "call_new": call_new,
+        "split": f"{max(1, int(per_task * s['tasks'] / partitions) >> 20)}m",
+        "split_now": fmt_mb(cap),
+        # Splits near the cap: the files are large enough to cut smaller.
+        "splittable_input": per_task >= 0.5 * cap,
+        "aqe_coalesced": reads == "shuffle"
+        and call is None
+        and facts.aqe(s["stage_id"])
+        and stage is not None
+        and any(
+            n.startswith(("AQEShuffleRead", "CustomShuffleReader")) for n in stage.rdds
+        )
+        and s["tasks"] < _shuffle_partitions(facts, s["stage_id"]),
+        # A larger shuffle.partitions acts only where the shuffle ran with
+        # fewer (AQE's coalescing aside).
+        "shuffle_below": partitions > _shuffle_partitions(facts, s["stage_id"]),
+        "advisory": f"{max(1, int(per_task / 2) >> 20)}m",
+    }
+    # Fewer, larger tasks (one wave fewer) or more, smaller ones.
+    problem = "fewer_partitions" if partitions < s["tasks"] else "more_partitions"
+    if problem == "fewer_partitions":
+        values["split"] = (
+            f"{max(1, -(-int(per_task * s['tasks'] / partitions) >> 20))}m"
+        )
+    found = remedies(problem, facts, **values)
+    if s.get("reshuffle_bytes") and not values["splittable_input"]:
+        found = [r for r in found if not r.startswith("spark.sql.files.")]
+    if not found:
+        return _fallback_split(s, partitions, reads)
+    return f"{partitions} partitions: " + remedy_text(found, "")
+
+
+def _shuffle_partitions(facts: Any, stage_id: int) -> int:
+    value = facts.setting("spark.sql.shuffle.partitions", stage_id)
+    try:
+        return int(value) if value is not None else 200
+    except ValueError:
+        return 200
+
+
+def _bytes_setting(text: str | None) -> int:
+    """A size setting (``128m``, ``134217728``) in bytes (the file scan's
+    default, 128 MB, when unset or unreadable).
+
+    >>> _bytes_setting("64m"), _bytes_setting(None) >> 20
+    (67108864, 128)
+    """
+    default = 128 << 20
+    if not text:
+        return default
+    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
+    units |= {"g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if not found or found.group(2) not in units:
+        return default
+    return int(found.group(1)) * units[found.group(2)]
 
 
 def _action(
@@ -256,15 +354,21 @@ def _action(
 ) -> str:
     where = stage_label(op["stage_id"], op["call_site"] or op["name"])
     head = f"{where} is {op['cp_share']:.0%} of the critical path"
-    if s["records"] > 0:
+    if s["records"] > 0 and s.get("case") != "tail":
         head += (
-            f"; its true rate is {s['true_rate']:.3g} records/s per slot "
-            f"(observed {s['observed_rate']:.3g}/s on {s['slots_now']} slots)"
+            f"; its true rate is {fmt_rate(s['true_rate'])} records/s per slot "
+            f"(observed {fmt_rate(s['observed_rate'])}/s on {s['slots_now']} slots)"
         )
-    split = _split(s, partitions)
+    split = _split(ctx, s, partitions)
     held = ""
     if s["held_slots"] >= 0.05:
         held = f", other stages holding {s['held_slots']:.2g} of them meanwhile"
+    if s.get("case") == "tail":
+        return (
+            f"{head}. It ran {s['tasks']} tasks on {s['free_slots']} slots{held}: "
+            f"{s['waves']} waves, the last of {s['last_wave']} task(s) while the "
+            f"other slots idled; {partitions} partitions fill every wave: {split}"
+        )
     if pi <= s["free_slots"]:
         return (
             f"{head}. It ran {s['tasks']} task(s) on {s['slots_now']} of the "
@@ -286,6 +390,18 @@ def _action(
     )
 
 
+def fmt_rate(value: float) -> str:
+    """A rate for a sentence, without scientific notation.
+
+    >>> fmt_rate(11_400.0), fmt_rate(482_000.0), fmt_rate(3.5)
+    ('11.4 k', '482 k', '3.5')
+    """
+    for size, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if value >= size:
+            return f"{value / size:.3g}{unit}"
+    return f"{value:.3g}"
+
+
 def _priced(
     ctx: Context, change: StagePartitions, estimate: float, cost_ns: float
 ) -> tuple[float, dict[str, Any]]:
@@ -293,36 +409,107 @@ def _priced(
     trace replays, else the rule's estimate), with the replay's numbers."""
     saving = estimate
     evidence: dict[str, Any] = {"estimated_saving_ns": estimate}
-    if ctx.replay is not None:
-        try:
-            found = predict(ctx.replay, change)
-        except InputError:
-            found = None
-        if found is not None:
-            saving = max(0.0, float(found.saving_ns))
-            no_lag = predict(ctx.replay, change, lags=False)
-            evidence |= {
-                "replayed_saving_ns": saving,
-                "replayed_saving_no_lag_ns": max(0.0, float(no_lag.saving_ns)),
-                "replay_error": found.replay_error,
-                "replayed_stage_ns": found.stage_before_ns,
-                "predicted_stage_ns_after": found.stage_after_ns,
-            }
+    found = _replayed(ctx, change)
+    if found is not None:
+        saving = max(0.0, float(found.saving_ns))
+        no_lag = predict(ctx.replay, change, lags=False)  # type: ignore[arg-type]
+        evidence |= {
+            "replayed_saving_ns": saving,
+            "replayed_saving_no_lag_ns": max(0.0, float(no_lag.saving_ns)),
+            "replay_error": found.replay_error,
+            "replayed_stage_ns": found.stage_before_ns,
+            "predicted_stage_ns_after": found.stage_after_ns,
+        }
     return saving - cost_ns, evidence
 
 
-def parallelism(ctx: Context) -> list[Hint]:
-    """Slot counts and partitions (DS2) for stages that dominate the path."""
+def _replayed(ctx: Context, change: StagePartitions) -> Any:
+    if ctx.replay is None:
+        return None
+    try:
+        return predict(ctx.replay, change)
+    except InputError:
+        return None
+
+
+#: A wave tail worth a look: the last wave holds at most this share of the
+#: slots, and the stage ran at most this many waves (past that, one
+#: partial wave is a small part of the stage).
+TAIL_FILL, TAIL_WAVES = 0.5, 8
+#: Stages a run's parallelism pass looks at, at most (by CP share).
+MAX_STAGES = 2000
+#: A saving, as a share of the run (of the jobs' time in an interactive
+#: session), under which a stage's task count is no finding: a few idle
+#: slots in a small stage, a partial wave, are how stages run.
+MIN_SAVING_SHARE = 0.05
+#: Task rows the pass reads in all, at most (stages x tasks).
+TASK_READS = 20_000_000
+#: An operator whose stages together hold this share of the critical path
+#: has each of them looked at, however small (an iterative fit runs one
+#: stage per iteration, each a sliver of the run).
+OPERATOR_MIN_SHARE = 0.05
+
+
+def _candidates(ctx: Context) -> pl.DataFrame:
+    """The per-stage rows of the operator frame worth a look: a stage with
+    ``parallelism_min_share`` of the path, or one of an operator whose
+    stages together hold :data:`OPERATOR_MIN_SHARE`."""
     opts = ctx.options
-    stages = ctx.operator.filter(
-        pl.col("stage_id").is_not_null()
-        & (pl.col("cp_share") >= opts.parallelism_min_share)
+    staged = ctx.operator.filter(pl.col("stage_id").is_not_null())
+    if staged.is_empty():
+        return staged
+    total = pl.col("cp_share").sum().over("operator")
+    keep = (pl.col("cp_share") >= opts.parallelism_min_share) | (
+        (total >= max(OPERATOR_MIN_SHARE, opts.parallelism_min_share))
+        & (pl.col("cp_share") > 0)
     )
+    # Each stage looked at reads the run's tasks a few times: a long run
+    # (millions of tasks) has its most critical stages looked at only.
+    most = min(MAX_STAGES, max(50, TASK_READS // max(1, len(ctx.tasks))))
+    return (
+        staged.filter(keep)
+        .sort([pl.col("cp_share"), "stage_id"], descending=[True, False])
+        .head(most)
+    )
+
+
+def _tail(s: dict[str, Any], reads: str | None) -> list[int]:
+    """Partition counts that even out a stage's waves (a sparse last wave):
+    one wave fewer of larger tasks, or full waves of smaller ones; for a
+    stage that reads files only the latter (its splits are as large as its
+    files allow: the scan packs small files up to its cap already)."""
+    free, tasks = s["free_slots"], int(s["tasks"])
+    if free < 2 or tasks <= free:
+        return []
+    waves = -(-tasks // free)
+    last = tasks - (waves - 1) * free
+    if waves > TAIL_WAVES or last > TAIL_FILL * free:
+        return []
+    s |= {"waves": waves, "last_wave": last, "case": "tail"}
+    if reads == "input":
+        return [free * waves]
+    return [free * (waves - 1), free * waves]
+
+
+def parallelism(ctx: Context) -> list[Hint]:
+    """Slot counts and partitions (DS2) for stages that leave slots idle:
+    fewer tasks than free slots, or a sparse last wave; each saving
+    replayed with the stage re-divided (:class:`~sparktrail.whatif.changes.
+    StagePartitions`)."""
+    opts = ctx.options
+    stages = _candidates(ctx)
     if stages.is_empty():
         return []
     labels: dict[int, str] | None = None
     hints = []
     for op in stages.iter_rows(named=True):
+        if not ctx.facts.whole_stage(op["stage_id"]):
+            continue  # its tasks are not all in the log: no count to judge
+        stage = ctx.facts.stage(op["stage_id"])
+        if stage is not None and stage.purpose is not None:
+            continue  # Spark's own listing or schema job: no split of the program's
+        if ctx.uneven(op["stage_id"]):
+            continue  # a tail of slow tasks holds it: their cause, not the count
         numbers, first = _stage(ctx, op["stage_id"])
         s: dict[str, Any] = dict(numbers) | {"stage_id": op["stage_id"]}
         if s["tasks"] == 0 or s["useful_ns"] <= 0 or s["stage_time_ns"] <= 0:
@@ -333,15 +520,19 @@ def parallelism(ctx: Context) -> list[Hint]:
         # Slots other stages held meanwhile were not free for this one.
         s["held_slots"] = held_slots(ctx, op["stage_id"], start, end)
         s["free_slots"] = max(1, math.floor(s["slots"] - s["held_slots"] + 1e-6))
+        tail: list[int] = []
         if opts.target_stage_seconds is not None:
             target_ns = opts.target_stage_seconds * 1e9
-        elif s["slots_now"] < s["free_slots"]:
+        elif s["slots_now"] < s["free_slots"] and s["tasks"] < s["free_slots"]:
             target_ns = s["useful_ns"] / s["free_slots"]
         else:
-            continue
+            tail = _tail(s, ctx.facts.reads(op["stage_id"]))
+            if not tail or ctx.replay is None:
+                continue
+            target_ns = s["useful_ns"] / s["free_slots"]
         # DS2: pi = target rate / true rate per slot = useful time / target.
         pi = math.ceil(s["useful_ns"] / target_ns - 1e-9)
-        if pi <= s["slots_now"]:
+        if not tail and pi <= s["slots_now"]:
             continue
         partitions = max(int(s["tasks"]), pi)
         if labels is None:
@@ -353,12 +544,21 @@ def parallelism(ctx: Context) -> list[Hint]:
             s["source"] = "shuffle"
         else:
             s["source"] = "input"
-            s |= reshuffle_price(ctx, s, min(pi, s["free_slots"]))
+            if _needs_reshuffle(ctx, s):
+                s |= reshuffle_price(ctx, s, min(pi, s["free_slots"]))
         s |= {
             "target_ns": target_ns,
             "true_rate": s["records"] / s["useful_ns"] * 1e9,
             "observed_rate": s["records"] / s["stage_time_ns"] * 1e9,
         }
+        predicted = s["useful_ns"] / min(pi, s["free_slots"])
+        critical_ns = op["cp_share"] * ctx.wall_ns
+        saving = min(critical_ns, max(0.0, s["stage_time_ns"] - predicted))
+        if tail:
+            partitions, saving = _best_tail(ctx, op["stage_id"], tail)
+            if partitions is None or saving < MIN_SAVING_SHARE * ctx.judged_ns:
+                continue  # a partial wave of a small stage: no finding
+            saving = min(critical_ns, saving)
         evidence = {k: v for k, v in s.items() if k not in ("true_rate",)} | {
             "cp_share": op["cp_share"],
             "true_rate_per_slot": s["true_rate"] if s["records"] > 0 else None,
@@ -367,10 +567,14 @@ def parallelism(ctx: Context) -> list[Hint]:
             "target_rate": s["records"] / target_ns * 1e9 if s["records"] > 0 else None,
             "pi": pi,
             "partitions": partitions,
+            "engine": ctx.facts.engine(op["stage_id"]),
+            "min_share": MIN_SAVING_SHARE,
         }
-        predicted = s["useful_ns"] / min(pi, s["free_slots"])
-        critical_ns = op["cp_share"] * ctx.wall_ns
-        saving = min(critical_ns, max(0.0, s["stage_time_ns"] - predicted))
+        if not tail:
+            # Stages of several operators that all ran as few tasks on as
+            # many slots share one cause (an input's partitions, carried
+            # through every stage): one hint.
+            evidence["setting"] = f"{int(s['tasks'])} tasks on {s['free_slots']} slots"
         change: StagePartitions | None = StagePartitions(op["stage_id"], partitions)
         if s.get("reshuffle_ns", 0.0) > NEGLIGIBLE_PRICE * s["stage_time_ns"]:
             # The split adds a shuffle: the hint stands only if it pays.
@@ -391,3 +595,43 @@ def parallelism(ctx: Context) -> list[Hint]:
             )
         )
     return hints
+
+
+def _needs_reshuffle(ctx: Context, s: dict[str, Any]) -> bool:
+    """Whether more tasks for a stage that reads input cost a shuffle: not
+    where the input splits for free (a parallelized collection, a range,
+    files read by the RDD API with ``minPartitions``, file splits at the
+    scan's cap)."""
+    stage = ctx.facts.stage(s["stage_id"])
+    if stage is None or stage.reads is None:
+        return True  # unknown: priced, as the rule always did
+    if stage.reads in ("collection", "receiver"):
+        return False
+    if stage.reads == "input":
+        cap = _bytes_setting(ctx.facts.setting("spark.sql.files.maxPartitionBytes"))
+        if stage.engine in ("rdd", "pyspark_rdd"):
+            return False  # textFile(path, minPartitions) splits it
+        return bool(s["bytes"] / max(1, s["tasks"]) < 0.5 * cap)
+    return stage.reads == "cache"
+
+
+def _best_tail(
+    ctx: Context, stage_id: int, counts: list[int]
+) -> tuple[int | None, float]:
+    """The partition count of ``counts`` whose replay saves most, and that
+    saving (``None``: none saves), at most the last wave's longest task: an
+    even split cannot save more than the wave it removes (the replay's
+    launch lags of tasks it drops may say more)."""
+    best: tuple[int | None, float] = (None, 0.0)
+    bound = _last_wave_ns(ctx, stage_id)
+    for n in counts:
+        found = _replayed(ctx, StagePartitions(stage_id, n))
+        if found is not None and min(found.saving_ns, bound) > best[1]:
+            best = (n, float(min(found.saving_ns, bound)))
+    return best
+
+
+def _last_wave_ns(ctx: Context, stage_id: int) -> float:
+    """The longest task of a stage (what its last wave lasts at most)."""
+    row = ctx.stage_row(stage_id)
+    return float(row["longest_ns"] or 0.0) if row is not None else 0.0

@@ -38,7 +38,9 @@ from .over_time import (
 __all__ = [
     "finish_hints",
     "merge_repeats",
+    "on_job_time",
     "on_streaming_stages",
+    "one_churn",
     "without_static_fixes",
 ]
 
@@ -75,6 +77,11 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
     except InputError:
         return hint  # a change the replay cannot make: the estimate stands
     saving = float(sum(max(0, p.saving_ns) for p in predictions))
+    # A change to one stage saves at most that stage's time: the replay's
+    # launch lags of tasks it drops or moves may say more.
+    spans = [p.stage_before_ns for p in predictions]
+    if all(s is not None for s in spans):
+        saving = min(saving, float(sum(spans)))  # type: ignore[arg-type]
     evidence = hint.evidence | {
         "estimated_saving_ns": hint.predicted_saving_ns,
         "replayed_saving_ns": saving,
@@ -103,14 +110,19 @@ def merge_repeats(
     wall_ns: int,
     batches: dict[int, int] | None = None,
     min_saving_ns: float = 0.0,
+    per_job: bool = False,
 ) -> list[Hint]:
-    """One hint per (kind, operator) for the kinds of :data:`STAGE_KINDS`.
+    """One hint per (kind, operator) for the kinds of :data:`STAGE_KINDS`,
+    or per (kind, setting) for findings whose remedy is one setting of the
+    run (``setting`` in their evidence: 200 shuffle partitions behind three
+    operators' tiny tasks is one cause).
 
     ``keys`` maps a stage id to its operator; ``batches`` a streaming
     query's stage to its micro-batch (a merged hint then names the first
     and last batch); hints are finished (saving and severity set). A merged
     hint is rated on its summed saving, ``info`` under ``min_saving_ns``
-    like any hint.
+    like any hint; with ``per_job`` (an interactive session: a user waits
+    command by command), also when none of its findings alone saves that.
 
     >>> a = Hint("hotspot", 0.1, {}, "split it", stage_id=1, severity="low",
     ...     predicted_saving_ns=3.0, saving_share=0.03)
@@ -125,7 +137,10 @@ def merge_repeats(
     out: list[Hint] = []
     for hint in hints:
         if hint.kind in STAGE_KINDS and hint.stage_id is not None:
-            key = keys.get(hint.stage_id, stage_label(hint.stage_id))
+            # One setting behind several operators' findings is one cause.
+            key = hint.evidence.get("setting") or keys.get(
+                hint.stage_id, stage_label(hint.stage_id)
+            )
             groups[(hint.kind, key)].append(hint)
         else:
             out.append(hint)
@@ -133,7 +148,11 @@ def merge_repeats(
         if len(found) == 1:
             out.append(found[0])
             continue
-        out.append(_merged(found, operator, wall_ns, batches or {}, min_saving_ns))
+        merged = _merged(found, operator, wall_ns, batches or {}, min_saving_ns)
+        most = max(h.predicted_saving_ns or 0.0 for h in found)
+        if per_job and most < min_saving_ns:
+            merged = replace(merged, severity="info")
+        out.append(merged)
     return out
 
 
@@ -171,10 +190,19 @@ def _merged(
             if ran
             else f"stages {stages[0]}..{stages[-1]}"
         )
-        action = (
-            f"{operator} ran in {len(stages)} stages ({where}) with the same "
-            f"finding; the worst, in stage {best.stage_id}: {best.action}"
-        )
+        if operator == best.evidence.get("setting"):
+            listed = ", ".join(str(s) for s in stages[:8])
+            more = " and more" if len(stages) > 8 else ""
+            action = (
+                f"{len(stages)} stages ({listed}{more}) with the same finding, from "
+                f"one cause ({operator}); the worst, in stage {best.stage_id}: "
+                f"{best.action}"
+            )
+        else:
+            action = (
+                f"{operator} ran in {len(stages)} stages ({where}) with the same "
+                f"finding; the worst, in stage {best.stage_id}: {best.action}"
+            )
     merged = replace(
         best,
         evidence=evidence,
@@ -263,18 +291,88 @@ def without_skew_idle(hints: list[Hint]) -> list[Hint]:
     return [h for h in hints if h.kind != "idle_capacity"]
 
 
+def one_churn(hints: list[Hint], floor: float) -> list[Hint]:
+    """The cold starts of executors that dynamic allocation released and
+    started again as one hint (one cause): the largest, its saving the sum
+    and the others' words added. One-off cold starts stay apart (info).
+
+    >>> a = Hint("cold_start", 0.0, {}, "jobs waited", predicted_saving_ns=5.0)
+    >>> b = Hint("cold_start", 0.0, {}, "a first task", stage_id=3,
+    ...     predicted_saving_ns=2.0)
+    >>> [(h.predicted_saving_ns, h.occurrences) for h in one_churn([b, a], 0)]
+    [(7.0, 2)]
+    """
+    churn = [
+        h for h in hints if h.kind == "cold_start" and not h.evidence.get("one_off")
+    ]
+    if len(churn) < 2:
+        return hints
+    churn.sort(key=lambda h: -(h.predicted_saving_ns or 0.0))
+    first = churn[0]
+    # The others' words only where they add a saving of their own.
+    rest = [
+        h
+        for h in churn[1:]
+        if (h.predicted_saving_ns or 0.0) >= 0.05 * (first.predicted_saving_ns or 0.0)
+    ]
+    total = sum(h.predicted_saving_ns or 0.0 for h in churn)
+    base = first.share_of_ns
+    merged = replace(
+        first,
+        predicted_saving_ns=total,
+        saving_share=None
+        if first.saving_share is None or not first.predicted_saving_ns
+        else first.saving_share * total / first.predicted_saving_ns,
+        occurrences=len(churn),
+        evidence=first.evidence | {"also": [h.action[:200] for h in rest][:5]},
+        action=first.action
+        + "; the same cold starts also held "
+        + "; ".join(
+            f"stage {h.stage_id} for {(h.predicted_saving_ns or 0) / 1e9:.3g} s"
+            if h.stage_id is not None
+            else f"{(h.predicted_saving_ns or 0) / 1e9:.3g} s more"
+            for h in rest[:4]
+        ),
+        share_of_ns=base,
+    )
+    kept = [h for h in hints if h not in churn]
+    return [merged, *kept]
+
+
+def on_job_time(ctx: Context, hints: list[Hint]) -> list[Hint]:
+    """In an interactive session (a shell, a notebook), ``hints`` whose
+    saving is a share of the run with it a share of the time jobs ran
+    instead (``job_time``, :attr:`~.inputs.Context.judged_ns`): the rest
+    of such a run is a person thinking, and what a fix saves is time the
+    person waited for."""
+    if ctx.judged_ns == ctx.wall_ns:
+        return hints
+    return [
+        replace(h, share_of="job_time", share_of_ns=float(ctx.judged_ns))
+        if h.share_of == "run" and not h.share_of_ns and h.kind not in _OWN_SAVING
+        else h
+        for h in hints
+    ]
+
+
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
     kept = on_streaming_stages(ctx, without_skew_idle(without_static_fixes(hints)))
+    kept = on_job_time(ctx, kept)
     floor = ctx.options.min_saving_s * 1e9
     saved = [
         h if h.kind in _OWN_SAVING else _with_saving(_replayed(ctx, h), ctx.wall_ns)
         for h in kept
     ]
-    finished = [replace(h, severity=rated(h, floor)) for h in saved]
+    finished = [replace(h, severity=rated(h, floor)) for h in one_churn(saved, floor)]
     startup = [h for h in finished if h.evidence.get("startup_batch")]
     trend = [h for h in finished if not h.evidence.get("startup_batch")]
     merged = merge_repeats(
-        trend, operator_keys(ctx), ctx.wall_ns, stage_batches(ctx), floor
+        trend,
+        operator_keys(ctx),
+        ctx.wall_ns,
+        stage_batches(ctx),
+        floor,
+        per_job=ctx.judged_ns != ctx.wall_ns,
     )
     return behind_cause(ctx, merged) + startup

@@ -45,16 +45,23 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, slices_query
-from sparktrail.whatif.changes import SpeculateTask, SplitPartition
+from sparktrail.whatif.changes import SpeculateTask, SplitPartition, TaskTimes
 from sparktrail.whatif.contention import split_slowdowns
 
 from ..operator import stage_label, stage_name
 from .hint import Hint
 from .inputs import Context
 from .platform import aqe_enabled, can_speculate
+from .remedies import remedies, remedy_text
 from .wording import fmt_mb, fmt_s
 
-__all__ = ["SPLIT_PIECES", "skew_medians", "skew_of", "task_hints"]
+__all__ = [
+    "SPLIT_PIECES",
+    "own_work_change",
+    "skew_medians",
+    "skew_of",
+    "task_hints",
+]
 
 SPECULATION_QUANTILE = 0.75
 MIN_MULTIPLIER, MAX_MULTIPLIER = 1.5, 3.0
@@ -191,8 +198,21 @@ def _aqe_split_sizes(size: int, threshold_too: bool = False) -> list[str]:
 
 
 def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
+    """AQE's skew join for this partition, where the run's Spark has it
+    (3.0 on); what the log leaves unknown, it says."""
     app, factor = ctx.app, ctx.options.skew_factor
     size = task["bytes"] or 0
+    since = ctx.facts.at_least(3, 0)
+    if since is False:
+        return (
+            f"AQE's skew join came with Spark 3.0 (this run: {ctx.facts.version}), "
+            "so salting is the fix here"
+        )
+    if since is None:
+        return (
+            "the log states no Spark version, so only the fix of every version "
+            "is named (from Spark 3.0, AQE's skew join splits such a partition)"
+        )
     if (
         aqe_enabled(app)
         and app.flag("spark.sql.adaptive.skewJoin.enabled") is not False
@@ -381,6 +401,14 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     took = f"task {task['task_id']} ran {ratio:.1f}x the stage's median time on " + (
         "normal-sized input" if sized else "input whose size Spark did not report"
     )
+    if ctx.facts.purpose(task["stage_id"]) == "listing":
+        # Spark's own job listing a table's files: one slow directory.
+        evidence["purpose"] = "listing"
+        took = (
+            f"task {task['task_id']} of a job listing a table's files ran "
+            f"{ratio:.1f}x the stage's median time: one directory listed slowly "
+            "(the object store's or the namenode's latency, not the data)"
+        )
     where = f"{_where(task)} on {task['worker']}"
     critical_ns = task["running_cp_share"] * task["duration_ns"]
     if slow_copy is not None or not can_speculate(ctx.app):
@@ -405,9 +433,12 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
             predicted_saving_ns=min(
                 critical_ns, max(0.0, task["duration_ns"] - task["median_ns"])
             ),
-            # Replayed: the partition made as fast as the stage's median task
-            # (a copy of median time launched with it, delay 0).
-            change=SpeculateTask(task["task_id"], 0),
+            # Replayed: the partition made as fast as the stage's median
+            # task, every attempt of it (a speculative copy that ran beside
+            # it too, or the stage would still wait for the copy).
+            change=own_work_change(
+                ctx, task["stage_id"], [task], int(task["median_ns"])
+            ),
         )
     action = (
         f"{took}: {_speculation(ctx, task, ratio)} (a copy would "
@@ -474,7 +505,16 @@ def _killed_copies(ctx: Context, task_ids: list[int]) -> set[int]:
 
 
 def task_hints(ctx: Context) -> list[Hint]:
-    """``hotspot``, ``skew_unsplittable`` and ``straggler_task`` hints.
+    """``hotspot``, ``skew_unsplittable``, ``straggler_task`` and
+    ``cold_start`` hints.
+
+    The slow tasks of each stage on the critical path are sorted by cause
+    (:func:`_cause`): more data than the stage's median (``data``), an
+    executor's first wave starting up (``cold``), a wave that stalled
+    together (no finding), or their own work (``own``). One slow task of a
+    cause is named on its own; several are the stage's shared tail, named
+    together and replayed together (:func:`_shared_tail`): fixing one of
+    them alone saves nothing while the others still run.
 
     Examples
     --------
@@ -503,34 +543,38 @@ def task_hints(ctx: Context) -> list[Hint]:
         return []
     warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)
     killed = _killed_copies(ctx, tasks["task_id"].to_list())
+    facts = ctx.facts
+    # Each stage's slow tasks by cause, in task order.
+    found: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for task in tasks.iter_rows(named=True):
+        if task["task_id"] in killed or not facts.whole_stage(task["stage_id"]):
+            continue
+        cause = _cause(ctx, task, task["task_id"] in warm_up)
+        if cause is not None:
+            found.setdefault(task["stage_id"], {}).setdefault(cause[0], []).append(
+                task | {"ratio": cause[1]}
+            )
     hints: list[Hint] = []
     # Skewed tasks wait for their halves' slowdowns, read together after
     # the loop (passes over the trace per executor, not per task); each
     # keeps its place among the hints.
     hot: list[tuple[int, dict[str, Any], float, list[int]]] = []
-    for task in tasks.iter_rows(named=True):
-        if task["task_id"] in killed:
-            continue
-        # Records before bytes: a partition of as many rows in wider ones
-        # is no hot key.
-        skew = _ratio(task["records"], task["median_records"])
-        if skew is None:
-            skew = _ratio(task["bytes"], task["median_bytes"])
-        slow = _ratio(task["duration_ns"], task["median_ns"])
-        if skew is not None and skew >= opts.skew_factor:
-            if slow is None or slow < HOT_MIN_SLOWDOWN:
-                continue  # more data, no more time: nothing held back
-            hot.append((len(hints), task, skew, _two_longest(ctx, task["stage_id"])))
-            continue
-        if slow is None or slow < opts.straggler_task_factor:
-            continue
-        if task["duration_ns"] - task["median_ns"] < opts.straggler_min_excess_ms * 1e6:
-            continue
-        if task["task_id"] in warm_up or _not_its_own(ctx, task):
-            continue
-        if _one_of_many(ctx, task):
-            continue
-        hints.append(_straggler(task, slow, ctx))
+    for stage_id, by_cause in found.items():
+        data = by_cause.get("data", [])
+        if len(data) == 1:
+            task = data[0]
+            longest = _two_longest(ctx, stage_id)
+            hot.append((len(hints), task, task["ratio"], longest))
+        elif data:
+            hints.append(_shared_tail(ctx, stage_id, data, "data"))
+        own = by_cause.get("own", [])
+        if len(own) == 1:
+            hints.append(_straggler(own[0], own[0]["ratio"], ctx))
+        elif own:
+            hints.append(_shared_tail(ctx, stage_id, own, "own"))
+        cold = by_cause.get("cold", [])
+        if cold:
+            hints.append(_shared_tail(ctx, stage_id, cold, "cold"))
     if hot:
         slowdowns = split_slowdowns(
             Trace(ctx.trace, ctx.app),
@@ -543,19 +587,33 @@ def task_hints(ctx: Context) -> list[Hint]:
     return hints
 
 
-#: A stage whose slow tasks are at least this share of its tasks is
-#: bimodal (two kinds of partition), not one straggler.
-BIMODAL_SHARE = 0.1
-
-
-def _one_of_many(ctx: Context, task: dict[str, Any]) -> bool:
-    """Whether the slow task is one of a group: at least three, and
-    :data:`BIMODAL_SHARE` of its stage's settled tasks, ran as slow (a
-    speculative copy would not catch a tenth of a stage)."""
-    bound = ctx.options.straggler_task_factor * task["median_ns"]
-    stage = ctx.tasks.filter((pl.col("stage_id") == task["stage_id"]) & ~_FAILED)
-    slow = stage.filter(pl.col("duration_ns") >= bound).height
-    return slow >= 3 and slow >= BIMODAL_SHARE * stage.height
+def _cause(
+    ctx: Context, task: dict[str, Any], warm_up: bool
+) -> tuple[str, float] | None:
+    """Why a critical task is slow, and by how much (its skew or its
+    slowdown over the stage's median): ``data``, ``cold``, ``own``, or
+    ``None`` when it is no finding (not slow enough, or it stalled with
+    the tasks beside it)."""
+    opts = ctx.options
+    # Records before bytes: a partition of as many rows in wider ones is no
+    # hot key.
+    skew = _ratio(task["records"], task["median_records"])
+    if skew is None:
+        skew = _ratio(task["bytes"], task["median_bytes"])
+    slow = _ratio(task["duration_ns"], task["median_ns"])
+    if skew is not None and skew >= opts.skew_factor:
+        if slow is None or slow < HOT_MIN_SLOWDOWN:
+            return None  # more data, no more time: nothing held back
+        return "data", skew
+    if slow is None or slow < opts.straggler_task_factor:
+        return None
+    if task["duration_ns"] - task["median_ns"] < opts.straggler_min_excess_ms * 1e6:
+        return None
+    if warm_up or _cold_executor(ctx, task):
+        return "cold", slow
+    if _stalled_together(ctx, task):
+        return None
+    return "own", slow
 
 
 #: A hot partition counts when it also ran this many times the median.
@@ -592,11 +650,10 @@ def skew_of() -> pl.Expr:
     )
 
 
-def _not_its_own(ctx: Context, task: dict[str, Any]) -> bool:
+def _stalled_together(ctx: Context, task: dict[str, Any]) -> bool:
     """Whether a slow task's time is not its partition's doing: most of the
     tasks of its stage that ran beside it were as slow (a wave that stalled
-    together: a JVM-wide GC pause, a slow host), or it was its executor's
-    first task and spent most of it before running (a cold executor).
+    together: a JVM-wide GC pause, a slow host).
 
     With one task beside it (two slots), that task must also have run
     beside it for most of its time: two slow tasks side by side on two
@@ -618,9 +675,315 @@ def _not_its_own(ctx: Context, task: dict[str, Any]) -> bool:
         )
         if overlap >= WAVE_STALL_SHARE * task["duration_ns"]:
             return True
+    return False
+
+
+def _cold_executor(ctx: Context, task: dict[str, Any]) -> bool:
+    """Whether a slow task was its executor's first and spent most of its
+    time before running (a cold executor: its JVM, its Python workers)."""
     executor = task["executor"]
     if executor is None or "run_ns" not in ctx.tasks.columns:
         return False
     first = ctx.tasks.filter(pl.col("executor") == executor)["launch_ns"].min()
     before_run = task["duration_ns"] - (task.get("run_ns") or 0)
     return bool(task["launch_ns"] == first and before_run >= 0.5 * task["duration_ns"])
+
+
+#: Partitions a shared-tail hint names (the rest are counted).
+MAX_NAMED = 6
+#: A group of slow tasks whose Spark CPU time is under this share of their
+#: run time waited (I/O, a lock, an external call), not computed.
+WAITED_CPU_SHARE = 0.3
+#: AQE's and the file scan's defaults the shared-skew wording compares with.
+MAX_PARTITION_BYTES = 128 << 20
+
+
+def own_work_change(
+    ctx: Context, stage_id: int, tasks: list[dict[str, Any]], median_ns: int
+) -> TaskTimes:
+    """The replay of a fix of ``tasks``' own work: every attempt of their
+    partitions in stage ``stage_id`` (speculative copies and retries that
+    ran beside them, but the failed) at ``median_ns``."""
+    partitions = [t["partition"] for t in tasks if t["partition"] is not None]
+    ids = {t["task_id"] for t in tasks}
+    if partitions:
+        settled = ~pl.col("status").fill_null("").is_in(["failed"])
+        attempts = ctx.tasks.filter(
+            (pl.col("stage_id") == stage_id)
+            & pl.col("partition").is_in(partitions)
+            & settled
+        )
+        ids |= set(attempts["task_id"].to_list())
+    ordered = tuple(sorted(ids))
+    return TaskTimes(ordered, (max(0, median_ns),) * len(ordered))
+
+
+def _cpu_share(ctx: Context, task_ids: list[int]) -> float | None:
+    """Spark's CPU time of ``task_ids`` over their run time (``None``: the
+    trace does not state it)."""
+    if not {"executor_cpu_ns", "executor_run_ns"} <= set(ctx.trace.columns):
+        return None
+    per_task = (
+        ctx.trace.lazy()
+        .filter(pl.col("task_id").is_in(task_ids))
+        .group_by("task_id")
+        .agg(pl.col("executor_cpu_ns").max(), pl.col("executor_run_ns").max())
+        .drop_nulls()
+        .collect()
+    )
+    run = float(per_task["executor_run_ns"].sum() or 0)
+    return float(per_task["executor_cpu_ns"].sum() or 0) / run if run > 0 else None
+
+
+def _listed(values: list[Any]) -> str:
+    shown = ", ".join(str(v) for v in values[:MAX_NAMED])
+    more = len(values) - MAX_NAMED
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _shared_tail(
+    ctx: Context, stage_id: int, tasks: list[dict[str, Any]], cause: str
+) -> Hint:
+    """One hint for the slow tasks of one ``cause`` in stage ``stage_id``:
+    replayed with all of them at the stage's median time, since the stage
+    waits for the last of them (a fix of one alone saves nothing)."""
+    tasks = sorted(tasks, key=lambda t: -t["duration_ns"])
+    first = tasks[0]
+    median = int(first["median_ns"])
+    site = first["call_site"] or first["name"] or "unknown call site"
+    where = stage_label(stage_id, site)
+    partitions = sorted({t["partition"] for t in tasks if t["partition"] is not None})
+    executors = sorted({str(t["executor"]) for t in tasks if t["executor"] is not None})
+    ratios = [t["ratio"] for t in tasks]
+    longest = int(first["duration_ns"])
+    critical = max(t["running_cp_share"] * t["duration_ns"] for t in tasks)
+    cpu = _cpu_share(ctx, [t["task_id"] for t in tasks])
+    evidence = {
+        "cause": cause,
+        "slow_tasks": len(tasks),
+        "stage_tasks": first["stage_tasks"],
+        "task_ids": [t["task_id"] for t in tasks][:20],
+        "partitions": partitions[:20],
+        "executors": executors[:20],
+        "median_ns": median,
+        "longest_ns": longest,
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+        "records": [t["records"] for t in tasks][:20],
+        "median_records": first["median_records"],
+        "bytes": [t["bytes"] for t in tasks][:20],
+        "median_bytes": first["median_bytes"],
+        "cpu_share": cpu,
+        "cp_share": sum(t["cp_share"] for t in tasks),
+        "running_cp_share": max(t["running_cp_share"] for t in tasks),
+    }
+    count = f"{len(tasks)} of {first['stage_tasks']} tasks of {where}"
+    if partitions:
+        count += f" (partitions {_listed(partitions)})"
+    kind, action = _tail_words(ctx, stage_id, tasks, cause, count, cpu, executors)
+    if kind == "cold_start" and not _churned(ctx):
+        evidence["one_off"] = True  # executors start once: nothing to act on
+    return Hint(
+        kind,
+        evidence["cp_share"],
+        evidence,
+        f"{action}. Replayed with them at the stage's median time "
+        f"({fmt_s(median)}), the stage would no longer wait for them.",
+        stage_id,
+        executors[0] if len(executors) == 1 else None,
+        partitions[0] if len(partitions) == 1 else None,
+        predicted_saving_ns=min(critical, max(0.0, longest - median)),
+        change=own_work_change(ctx, stage_id, tasks, median),
+    )
+
+
+def _tail_words(
+    ctx: Context,
+    stage_id: int,
+    tasks: list[dict[str, Any]],
+    cause: str,
+    count: str,
+    cpu: float | None,
+    executors: list[str],
+) -> tuple[str, str]:
+    """The kind and the action of a shared tail, by its cause and the
+    stage's engine, input and the run's version (:mod:`.remedies`)."""
+    facts = ctx.facts
+    stage = facts.stage(stage_id)
+    engine = stage.engine if stage else None
+    reads = stage.reads if stage else None
+    if reads is None:
+        reads = "shuffle" if _reads_shuffle(ctx, stage_id) else None
+    ratios = [t["ratio"] for t in tasks]
+    span = _span(ratios)
+    if cause == "data":
+        head = f"{count} hold {_amounts(tasks)}"
+        if reads == "input":
+            hot_bytes = max(int(t["bytes"] or 0) for t in tasks)
+            cap = _bytes_setting(facts.setting("spark.sql.files.maxPartitionBytes"))
+            found = remedies(
+                "input_layout",
+                facts,
+                engine=engine,
+                reads=reads,
+                stage_id=stage_id,
+                split=f"{max(1, cap // 4) >> 20}m",
+                split_now=fmt_mb(cap),
+                splits_at_cap=hot_bytes >= 0.8 * cap,
+            )
+            why = (
+                "the stage scans its input files, so the skew is their layout "
+                f"(its largest split reads {fmt_mb(hot_bytes)}): "
+            )
+            return "hotspot", head + "; " + why + remedy_text(
+                found, "even out the input"
+            )
+        join = any("Join" in str(t.get("operator") or "") for t in tasks) or (
+            _join_sides(ctx, stage_id) >= 2
+        )
+        problem = "skewed_join" if join else "skewed_aggregation"
+        size = max(int(t["bytes"] or 0) for t in tasks)
+        found = remedies(
+            problem,
+            facts,
+            engine=engine,
+            reads=reads,
+            stage_id=stage_id,
+            k1=SPLIT_PIECES - 1,
+            half=f"{max(1, size // SPLIT_PIECES) >> 20}m",
+            size=fmt_mb(size),
+        )
+        kind = "hotspot" if join else "skew_unsplittable"
+        what = "join" if join else "aggregation"
+        return kind, f"{head}: hot keys of the {what}: " + remedy_text(
+            found, "spread the hot keys over more partitions"
+        )
+    if cause == "cold":
+        return "cold_start", _cold_words(ctx, tasks, count, span, executors)
+    sized = all((t["records"] or t["bytes"]) for t in tasks)
+    head = f"{count} ran {span} the stage's median time on " + (
+        "input of the same size" if sized else "input whose size Spark did not report"
+    )
+    if cpu is not None and cpu < WAITED_CPU_SHARE:
+        what = (
+            f"they waited, not computed (Spark's CPU time is {cpu:.0%} of their "
+            "run time): an external call, I/O, a lock or a sleep in the code "
+            "those partitions run"
+        )
+    elif cpu is not None:
+        what = (
+            f"they computed longer (CPU {cpu:.0%} of their run time): what "
+            "their rows hold (nested or wide values, a UDF's slow path)"
+        )
+    else:
+        what = "look at what those partitions' rows hold or call"
+    # One executor of several: its host may be the cause, which a copy
+    # elsewhere escapes.
+    stage_executors = ctx.tasks.filter(pl.col("stage_id") == stage_id)[
+        "executor"
+    ].n_unique()
+    found = (
+        remedies(
+            "slow_host", facts, engine=engine, slow=fmt_s(tasks[-1]["duration_ns"])
+        )
+        if len(executors) == 1 and stage_executors > 1 and can_speculate(ctx.app)
+        else []
+    )
+    if found:
+        what += f"; they all ran on executor {executors[0]}: " + "; or ".join(found)
+    return "straggler_task", f"{head}: {what}"
+
+
+def _churned(ctx: Context) -> bool:
+    """Whether dynamic allocation released or added executors while the
+    jobs ran (cold starts a setting can avoid)."""
+    da = ctx.facts.dynamic_allocation
+    return da.enabled and bool(da.released or da.added_late)
+
+
+def _engines_python(ctx: Context, stage_id: int) -> bool:
+    return ctx.facts.engine(stage_id) in ("pyspark_rdd", "pandas_udf", "python_udf")
+
+
+def _cold_words(
+    ctx: Context,
+    tasks: list[dict[str, Any]],
+    count: str,
+    span: str,
+    executors: list[str],
+) -> str:
+    """A cold start's action: what started, and what keeps executors warm
+    where the run released them (dynamic allocation)."""
+    facts = ctx.facts
+    da = facts.dynamic_allocation
+    stage_id = tasks[0]["stage_id"]
+    python = ", their Python workers" if _engines_python(ctx, stage_id) else ""
+    head = (
+        f"{count} were the first tasks of executor(s) {_listed(executors)} and "
+        f"ran {span} the stage's median time: the executors started up "
+        f"(their JVM, deserializing the first task{python})"
+    )
+    if _churned(ctx):
+        timeout = da.idle_timeout_ns or 60 * 10**9
+        used = ctx.tasks.filter(pl.col("stage_id") == stage_id)["executor"]
+        found = remedies(
+            "cold_executors",
+            facts,
+            timeout=f"{max(120, 4 * timeout // 10**9)}s",
+            timeout_now=fmt_s(timeout),
+            min_executors=max(1, used.n_unique()),
+        )
+        return (
+            f"{head}; dynamic allocation released {da.released} executor(s) and "
+            f"added {da.added_late} while the jobs ran: " + "; or ".join(found)
+        )
+    return f"{head}: a one-off per executor, which a longer run amortizes"
+
+
+def _span(ratios: list[float]) -> str:
+    """``2.0x`` or ``2.0-9.5x``: the range of slow tasks' ratios."""
+    low, high = min(ratios), max(ratios)
+    return (
+        f"{low:.1f}x" if round(low, 1) == round(high, 1) else f"{low:.1f}-{high:.1f}x"
+    )
+
+
+def _amounts(tasks: list[dict[str, Any]]) -> str:
+    """How much more the skewed tasks read than the stage's median task:
+    their records (else bytes) against the median's."""
+    first = tasks[0]
+    if first["median_records"] and all(t["records"] for t in tasks):
+        values = [int(t["records"]) for t in tasks]
+        low, high = _count(min(values)), _count(max(values))
+        median = _count(first["median_records"])
+        what = "records"
+    else:
+        values = [int(t["bytes"] or 0) for t in tasks]
+        low, high = fmt_mb(min(values)), fmt_mb(max(values))
+        median = fmt_mb(first["median_bytes"] or 0)
+        what = "of input"
+    amount = low if low == high else f"{low} to {high}"
+    return f"{amount} {what} each, against {median} for the stage's median task"
+
+
+def _count(n: float) -> str:
+    """A record count for a sentence: ``950``, ``12.3 k``, ``11.4 M``."""
+    for size, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def _bytes_setting(text: str | None) -> int:
+    """A size setting (``128m``, ``134217728``) in bytes (the file scan's
+    default when unset or unreadable)."""
+    if not text:
+        return MAX_PARTITION_BYTES
+    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
+    units |= {"g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+    import re
+
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if not found or found.group(2) not in units:
+        return MAX_PARTITION_BYTES
+    return int(found.group(1)) * units[found.group(2)]

@@ -171,9 +171,20 @@ def skewed_join() -> pl.DataFrame:
     return t.frame()
 
 
+def on_spark(frame: pl.DataFrame, version: str, **properties: str) -> Any:
+    """``frame`` as a trace of an application of Spark ``version`` on YARN."""
+    from sparktrail.pag.context import AppContext
+    from sparktrail.pag.trace import Trace as Traced
+    from sparktrail.pag.trace import validate_trace
+
+    app = AppContext(master="yarn", spark_version=version, properties=properties)
+    return Traced(validate_trace(frame), app)
+
+
 def test_join_skew_is_a_hotspot_with_aqe_settings():
-    # GIVEN a join whose partition 2 holds 10x the median records
-    frame = hints(skewed_join(), 105)
+    # GIVEN a join whose partition 2 holds 10x the median records, run by
+    # Spark 3.1 (AQE off by default)
+    frame = hints(on_spark(skewed_join(), "3.1.1"), 105)
     # THEN it is a hotspot, with AQE's skew-join settings
     row, _ = only(frame, "hotspot")
     assert (row["stage_id"], row["partition"]) == (2, 2)
@@ -231,7 +242,7 @@ def test_aqe_is_told_no_sizes_for_a_partition_above_its_defaults():
         .otherwise(pl.col("bytes"))
         .alias("bytes")
     )
-    row, _ = only(hints(frame, 105), "hotspot")
+    row, _ = only(hints(on_spark(frame, "3.1.1"), 105), "hotspot")
     # THEN the action turns AQE's skew join on with its default sizes
     assert "spark.sql.adaptive.skewJoin.enabled=true" in row["action"]
     assert "InBytes" not in row["action"]
@@ -245,6 +256,7 @@ def test_join_skew_with_aqe_on_says_why_aqe_left_it():
 
     app = AppContext(
         master="yarn",
+        spark_version="3.5.0",
         properties={
             "spark.sql.adaptive.enabled": "true",
             "spark.sql.adaptive.skewJoin.enabled": "true",
@@ -256,6 +268,25 @@ def test_join_skew_with_aqe_on_says_why_aqe_left_it():
     # THEN the action does not ask for what is on, but names the threshold
     assert "spark.sql.adaptive.skewJoin.enabled=true" not in row["action"]
     assert "skewedPartitionThresholdInBytes" in row["action"]
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [("1.6.3", "came with Spark 3.0"), (None, "the log states no Spark version")],
+)
+def test_join_skew_before_spark_3_or_of_no_known_version_names_no_aqe(
+    version: str | None, said: str
+) -> None:
+    # GIVEN the skewed join run by Spark 1.6, or by a Spark the log does not
+    # name
+    frame = skewed_join()
+    traced = on_spark(frame, version) if version else frame
+    # WHEN hints are computed
+    row, _ = only(hints(traced, 105), "hotspot")
+    # THEN salting is the fix, AQE's settings (3.0 on) are not offered, and
+    # the action says why
+    assert "salt" in row["action"] and said in row["action"]
+    assert "spark.sql.adaptive" not in row["action"]
 
 
 def test_a_median_of_zero_is_no_measure_of_skew():
@@ -646,12 +677,14 @@ def test_two_slow_tasks_that_barely_overlap_are_stragglers():
     t.task("exec-1/0", 10, [("processing", 100)], stage=1)
     t.task("exec-2/0", 70, [("processing", 100)], stage=1)
     short_tasks_after(t, 170)
-    # WHEN hints are computed  THEN they are not one stall: each is named
-    # (one hint on the stage, two occurrences), and their executor, as fast
-    # as the other at the stage's other tasks, is not
+    # WHEN hints are computed  THEN they are not one stall: both are named,
+    # as the stage's shared tail (one hint, replayed with both at the
+    # median), and their executor, as fast as the other at the stage's
+    # other tasks, is not
     frame = hints(t.frame(), 220)
-    row, _ = only(frame, "straggler_task")
-    assert row["occurrences"] == 2
+    row, ev = only(frame, "straggler_task")
+    assert ev["slow_tasks"] == 2 and ev["partitions"] == [2, 3]
+    assert "2 of 12 tasks of stage 1" in row["action"]
     assert "straggler_executor" not in frame["kind"].to_list()
 
 
@@ -682,7 +715,7 @@ def test_an_executor_slower_only_on_tasks_of_a_few_ms_is_no_straggler():
     assert "straggler_executor" not in frame["kind"].to_list()
 
 
-def test_one_of_many_slow_tasks_is_no_straggler():
+def test_many_slow_tasks_are_one_shared_tail_not_a_straggler_to_copy():
     # GIVEN a stage of 20 tasks on equal records where 5 take 10x the rest
     # (two kinds of partition, not one slow one)
     t = Trace()
@@ -690,9 +723,15 @@ def test_one_of_many_slow_tasks_is_no_straggler():
         length = 100 if i % 4 == 0 else 10
         start = (i // 4) * 100  # five rounds on four slots
         t.task(f"exec-1/{i % 4}", start, [("processing", length)], records=100)
-    # WHEN hints are computed  THEN none of them is a straggler task
+    # WHEN hints are computed
     frame = hints(t.frame(), 100)
-    assert "straggler_task" not in frame["kind"].to_list()
+    # THEN one hint names the five together, replayed together (one of
+    # them fixed alone would save nothing while four still run), and no
+    # speculative copy of one task is offered for a fifth of the stage
+    row, ev = only(frame, "straggler_task")
+    assert ev["slow_tasks"] == 5 and ev["partitions"] == [0, 4, 8, 12, 16]
+    assert row["predicted_saving_ns"] >= 150 * MS
+    assert "spark.speculation" not in row["action"]
 
 
 def test_a_straggler_on_a_local_master_is_replayed_at_the_median():

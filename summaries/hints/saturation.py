@@ -1,0 +1,118 @@
+"""``capacity_bound``: every slot was busy while the jobs ran.
+
+The inverse of ``idle_capacity``: the executors' slots were busy for most
+of the time jobs ran (:data:`BUSY_SHARE` of slot time over the jobs' time,
+:func:`~..run_shares.job_time_ns`), so the run waited for slots, not for a
+slow task or an idle driver. The change replayed is more executors
+(:class:`~sparktrail.whatif.changes.Executors`, twice today's); the hint
+stands when that saves :data:`MIN_SAVING_SHARE` of the run (of the jobs'
+time in an interactive session), never on one machine (a ``local``
+master has the cores it has), and its remedy is the platform's (the
+catalogue's ``more_slots``: maximum executors under dynamic allocation,
+executor instances, a standalone application's cores, a managed cluster's
+autoscaling maximum, ``local[N]``).
+
+Assumptions
+-----------
+* Busy slot time is the slot timelines' rows but ``waiting``
+  (:attr:`~.inputs.Context.slot_busy`); capacity is the slots the
+  application had while its jobs ran (:meth:`~.inputs.Context.
+  slots_during` over the first job's start to the last job's end) times
+  the jobs' time.
+* Doubling the executors keeps each one's cores; the replay places the
+  same tasks on twice the slots, its launch lags kept (a stage with fewer
+  tasks than slots gains nothing, which the replay shows).
+"""
+
+from __future__ import annotations
+
+import math
+
+from sparktrail.errors import InputError
+from sparktrail.whatif import predict
+from sparktrail.whatif.changes import Executors
+
+from ..run_shares import job_time_ns
+from .hint import Hint
+from .inputs import Context
+from .remedies import remedies, remedy_text
+from .wording import fmt_s
+
+__all__ = ["BUSY_SHARE", "capacity_bound"]
+
+#: Slot time busy over the jobs' time at which the run waited for slots.
+BUSY_SHARE = 0.8
+#: The replayed saving, as a share of the jobs' time (an interactive
+#: session's) or the run, under which more executors are no finding: a
+#: run that fits its slots gains a little from any more.
+MIN_SAVING_SHARE = 0.15
+#: The executor count the replay tries, as a multiple of today's.
+SCALE = 2
+
+
+def capacity_bound(ctx: Context) -> list[Hint]:
+    """More executors would have finished the jobs sooner (module notes)."""
+    app = ctx.app
+    facts = ctx.facts
+    if facts.platform in (None, "local"):
+        return []  # one machine: its cores are what it has
+    if any(s.engine == "gpu" for s in facts.stages.values()):
+        return []  # a GPU executor's unit is its GPU, not its cores
+    if any(f.kind == "JobFailed" for f in app.failures):
+        return []  # the run did not finish its work: its failure comes first
+    jobs = [j for j in app.jobs if j.start_ns is not None and j.end_ns is not None]
+    busy_time = job_time_ns(app)
+    if not jobs or not busy_time or ctx.replay is None:
+        return []
+    first = min(j.start_ns for j in jobs)  # type: ignore[type-var]
+    last = max(j.end_ns for j in jobs)  # type: ignore[type-var]
+    slots = ctx.slots_during(first, last)  # type: ignore[arg-type]
+    _, busy = ctx.slot_busy
+    share = busy / (slots * busy_time) if slots and busy_time else 0.0
+    if share < BUSY_SHARE:
+        return []
+    executors = ctx.replay.executors
+    try:
+        found = predict(ctx.replay, Executors(SCALE * executors))
+    except InputError:
+        return []
+    if found.saving_ns < MIN_SAVING_SHARE * ctx.judged_ns:
+        return []
+    cores = max(1, slots // max(1, executors))
+    wanted = SCALE * executors
+    now_max = app.setting("spark.dynamicAllocation.maxExecutors")
+    texts = remedies(
+        "more_slots",
+        facts,
+        executors=wanted,
+        max_now=now_max or "unset",
+        instances=app.setting("spark.executor.instances") or "unset",
+        cores=SCALE * slots,
+    )
+    evidence = {
+        "busy_share": share,
+        "slots": slots,
+        "executors": executors,
+        "cores_per_executor": cores,
+        "job_time_ns": busy_time,
+        "replayed_executors": wanted,
+        "replayed_wall_ns": found.predicted_wall_ns,
+        "replayed_saving_ns": found.saving_ns,
+    }
+    action = (
+        f"the executors' {slots} slots were {share:.0%} busy while the jobs ran "
+        f"({fmt_s(busy_time)}): the run waited for slots, not for one task or "
+        f"the driver. Replayed on {wanted} executors of {cores} cores, it ends "
+        f"{fmt_s(found.saving_ns)} sooner: "
+        + remedy_text(texts, f"give it about {math.ceil(SCALE * slots)} slots")
+    )
+    return [
+        Hint(
+            "capacity_bound",
+            share,
+            evidence,
+            action,
+            predicted_saving_ns=float(found.saving_ns),
+            change=Executors(wanted),
+        )
+    ]
