@@ -173,6 +173,7 @@ _SHARE_OF_TEXT: dict[str, str] = {
     "run": "of the run",
     "slot_time": "of slot time",
     "query_batch_time": "of the query's batch time",
+    "job_time": "of the time jobs ran",
 }
 
 

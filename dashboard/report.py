@@ -27,7 +27,7 @@ from sparktrail.engines.profiler import REPORT_FILE, Profile
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
-from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.hints import integrity_notes, shown_hints
 from sparktrail.summaries.run_shares import windows_extent
 
 from . import figures, spark_tables, stream_figures
@@ -136,9 +136,16 @@ def _headline(summaries: Summaries, title: str) -> str:
         f"{html.escape(v)}</span>"
         for k, v in facts
     )
+    notes = integrity_notes(summaries.hints)
+    whole = (
+        f'<p id="log-integrity" class="warning">The log is not whole: '
+        f"{html.escape('; '.join(notes))}.</p>"
+        if notes
+        else ""
+    )
     return (
         f"<header><h1>sparktrail profile: {html.escape(title)}</h1>"
-        f'<p id="app-header" class="app-header">{cells}</p>'
+        f'<p id="app-header" class="app-header">{cells}</p>{whole}'
         f'<p id="verdict" class="verdict">{html.escape(verdict(summaries))}</p>'
         "</header>"
     )
@@ -219,6 +226,7 @@ p.app-header { color: #444; margin: 0.3em 0; }
 span.fact { display: inline-block; margin-right: 1.4em; max-width: 100%;
        overflow-wrap: anywhere; }
 span.fact span.label { color: #888; font-size: 0.85em; }
+p.warning { color: #8a4b00; margin: 0.4em 0; }
 p.verdict { font-size: 1.2em; font-weight: 600; margin: 0.6em 0;
        padding: 0.6em 0.9em; background: #fff4e5; border-left: 4px solid #e08a00; }
 """

@@ -30,8 +30,9 @@ from sparktrail.pag.context import AppContext, local_cores
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.frames import CP_SHARE
 from sparktrail.summaries.hints import share_of_saved, shown_hints
+from sparktrail.summaries.hints.facts import run_facts
 from sparktrail.summaries.operator import stage_label
-from sparktrail.summaries.run_shares import windows_extent
+from sparktrail.summaries.run_shares import job_time_ns, windows_extent
 
 from .figures import SHARE_ONLY, saving_text
 
@@ -357,23 +358,24 @@ def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
     return f"{problem[0].upper()}{problem[1:]}: {first.format(**names)} first{gain}."
 
 
-def _job_time_ns(context: AppContext) -> int | None:
-    """How long some job was running (the union of the jobs' spans)."""
-    spans = sorted(
-        (j.start_ns, j.end_ns)
-        for j in context.jobs
-        if j.start_ns is not None and j.end_ns is not None
+def _idle_text(summaries: Summaries, share: float) -> str | None:
+    """The driver's time between jobs said for what it is where that is not
+    the program's code: a person at a shell or notebook, a DStream waiting
+    for its next batch (``None``: a batch program's driver code)."""
+    sites = (
+        summaries.operator["call_site"].to_list()
+        if "call_site" in (summaries.operator.columns)
+        else []
     )
-    if not spans:
-        return None
-    total, (start, end) = 0, spans[0]
-    for a, b in spans[1:]:
-        if a > end:
-            total += end - start
-            start, end = a, b
-        else:
-            end = max(end, b)
-    return total + end - start
+    kind = run_facts(summaries.context, None, sites).kind
+    if kind == "interactive":
+        return (
+            f"The session waited between its commands (a person at the shell or "
+            f"notebook) for {share:.0%} of the run"
+        )
+    if kind == "dstream":
+        return f"The stream waited for its next batch for {share:.0%} of the run"
+    return None
 
 
 def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
@@ -383,7 +385,9 @@ def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
     activity, share = top.row(0)[0], float(top[CP_SHARE][0])
     name = _ACTIVITY_TEXT.get(activity, activity)
     head = f"{name} took {share:.0%} of the run"
-    time = _job_time_ns(summaries.context)
+    if activity == "driver":
+        head = _idle_text(summaries, share) or head
+    time = job_time_ns(summaries.context)
     if jobs is not None and time is not None:
         ran = f"the {_plural(jobs, 'job')} ran {_duration(time)}"
         if jobs == 1:

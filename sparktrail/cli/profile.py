@@ -31,7 +31,7 @@ from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR, Profile, pro
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
-from sparktrail.summaries.hints import shown_hints
+from sparktrail.summaries.hints import integrity_notes, shown_hints
 from sparktrail.summaries.hints.hint import SHOWN_SHARE
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
@@ -215,6 +215,9 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     windows = summaries.windows
     paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
     print(header_line(summaries), file=out)
+    notes = integrity_notes(summaries.hints)
+    if notes:
+        print(f"Log not whole: {'; '.join(notes)}", file=out)
     print(f"Verdict: {verdict(summaries)}\n", file=out)
     print(
         f"{name}: {rows} trace rows, {len(windows)} windows of "
@@ -239,7 +242,7 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
         saving = saving_text(row)
         saves = f", saves {saving}" if saving else ""
         print(f"  [{row['severity']}] {row['kind']}{saves}: {row['action']}", file=out)
-    small = len(summaries.hints) - len(hints)
+    small = len(summaries.hints) - len(hints) - (1 if notes else 0)
     if hints.is_empty():
         print("  none: no rule's numbers crossed its threshold", file=out)
     if small:
