@@ -308,6 +308,111 @@ def balanced(spark: Any, fixed: bool) -> None:
     frame.groupBy((F.col("id") % 64).alias("key")).count().collect()
 
 
+#: cold_wave_wait: tasks, the partition that waits in user code, its wait,
+#: the others' time (the first wave also starts the Python workers, ~1-2 s).
+COLD_WAIT_TASKS, COLD_WAIT_PARTITION, COLD_WAIT_SECONDS = 12, 7, 3.0
+#: one_task_stage: the CPU-bound rows of a one-partition stage (~6 s on one
+#: core) and the partitions of the fix.
+ONE_TASK_ROWS, ONE_TASK_FIXED = 100_000, 2
+#: wave_tail: partitions of equal CPU-bound work on two slots (a lone third
+#: task after the first wave) and the fix's.
+TAIL_PARTITIONS, TAIL_FIXED, TAIL_ROWS = 3, 2, 180_000
+#: repeated_scan: rows of the CSV, and the queries that each read it again.
+SCAN_ROWS, SCAN_QUERIES = 400_000, 5
+#: dstream_behind: batch interval, batches queued, partitions of a batch and
+#: each partition's time (two waves on two slots: 1.4 s a 1 s batch).
+DSTREAM_INTERVAL_S, DSTREAM_BATCHES, DSTREAM_PARTITIONS = 1, 12, 4
+DSTREAM_TASK_SECONDS, DSTREAM_TASK_FIXED = 0.7, 0.2
+
+
+def cold_wave_wait(spark: Any, fixed: bool) -> None:
+    """12 tasks of 50 ms; partition 7 waits 3 s in user code (a sleep: no
+    CPU). Nothing is warmed up, so the first wave's two tasks also start the
+    Python workers. Fix: the wait removed."""
+    wait = TASK_SECONDS if fixed else COLD_WAIT_SECONDS
+
+    def work(index: int, rows: Any) -> Any:
+        time.sleep(wait if index == COLD_WAIT_PARTITION else TASK_SECONDS)
+        return [sum(1 for _ in rows)]
+
+    rdd = spark.sparkContext.parallelize(range(1200), COLD_WAIT_TASKS)
+    rdd.mapPartitionsWithIndex(work).collect()
+
+
+def one_task_stage(spark: Any, fixed: bool) -> None:
+    """CPU-bound Python over one partition (~6 s) while two slots exist.
+    Fix: ``parallelize(..., 2)``."""
+    parts = ONE_TASK_FIXED if fixed else 1
+    rdd = spark.sparkContext.parallelize(range(ONE_TASK_ROWS), parts)
+    rdd.map(lambda x: burn(x, 1000)).sum()
+
+
+def wave_tail(spark: Any, fixed: bool) -> None:
+    """Three equal CPU-bound partitions on two slots: the third runs alone
+    after the first wave. Fix: two partitions (one wave)."""
+    parts = TAIL_FIXED if fixed else TAIL_PARTITIONS
+    rows = TAIL_ROWS * TAIL_PARTITIONS
+    rdd = spark.sparkContext.parallelize(range(rows), parts)
+    rdd.map(lambda x: burn(x, 600)).sum()
+
+
+def write_scan_input(spark: Any) -> None:
+    """The CSV that :func:`repeated_scan` reads (untimed)."""
+    from pyspark.sql import functions as F
+
+    frame = spark.range(0, SCAN_ROWS, numPartitions=2).select(
+        "id",
+        (F.col("id") % 97).alias("k"),
+        F.sha2(F.col("id").cast("string"), 256).alias("text"),
+    )
+    frame.write.mode("overwrite").option("header", True).csv(_scan_path(spark))
+
+
+def _scan_path(spark: Any) -> str:
+    return str(Path(spark.conf.get("spark.local.dir", "/tmp")) / "gt-repeated-scan")
+
+
+def repeated_scan(spark: Any, fixed: bool) -> None:
+    """Five aggregations, each reading and parsing the same CSV again (a
+    schema inferred each time). Fix: read it once and ``cache()`` it."""
+    from pyspark.sql import functions as F
+
+    def read() -> Any:
+        return (
+            spark.read.option("header", True)
+            .option("inferSchema", True)
+            .csv(_scan_path(spark))
+        )
+
+    cached = read().cache() if fixed else None
+    for q in range(SCAN_QUERIES):
+        frame = cached if cached is not None else read()
+        frame.groupBy("k").agg(F.max(F.length("text") + q)).collect()
+
+
+def dstream_behind(spark: Any, fixed: bool) -> None:
+    """A DStream of 1 s batches whose processing takes ~1.4 s a batch (four
+    partitions of 0.7 s on two slots): it falls behind, its scheduling
+    delay growing batch by batch. Fix: 0.2 s a partition (0.4 s a batch)."""
+    from pyspark.streaming import StreamingContext
+
+    seconds = DSTREAM_TASK_FIXED if fixed else DSTREAM_TASK_SECONDS
+    sc = spark.sparkContext
+    ssc = StreamingContext(sc, DSTREAM_INTERVAL_S)
+    batches = [
+        sc.parallelize(range(400), DSTREAM_PARTITIONS) for _ in range(DSTREAM_BATCHES)
+    ]
+    stream = ssc.queueStream(batches, oneAtATime=True)
+
+    def count(rdd: Any) -> None:
+        rdd.count()  # an output operation's job; foreachRDD takes no result
+
+    stream.map(lambda x: time.sleep(seconds / 100) or x).foreachRDD(count)
+    ssc.start()
+    ssc.awaitTerminationOrTimeout(DSTREAM_BATCHES * DSTREAM_INTERVAL_S + 2)
+    ssc.stop(stopSparkContext=False, stopGraceFully=False)
+
+
 # -- the registry ----------------------------------------------------------------
 
 
@@ -535,6 +640,72 @@ WORKLOADS: dict[str, Workload] = {
             job_gaps=DRIVER_JOBS - 1,
             forbidden=BLAMING,
             conf=_NO_AQE,
+        ),
+        Workload(
+            "cold_wave_wait",
+            cold_wave_wait,
+            LOCAL,
+            diagnosis=(
+                f"straggler_task: partition {COLD_WAIT_PARTITION} of the "
+                f"{COLD_WAIT_TASKS}-task stage waits {COLD_WAIT_SECONDS:g} s in "
+                "user code (no CPU), beside a first wave slowed by the Python "
+                "workers' start"
+            ),
+            fix="the wait removed (a local master never speculates)",
+            kinds=("straggler_task",),
+            stage_tasks=COLD_WAIT_TASKS,
+            partition=COLD_WAIT_PARTITION,
+            forbidden=("hotspot",),
+        ),
+        Workload(
+            "one_task_stage",
+            one_task_stage,
+            LOCAL,
+            diagnosis=(
+                "parallelism: a stage of one CPU-bound task (~6 s) while the "
+                "second slot idles"
+            ),
+            fix=f"parallelize(..., {ONE_TASK_FIXED})",
+            kinds=("parallelism",),
+            stage_tasks=1,
+        ),
+        Workload(
+            "wave_tail",
+            wave_tail,
+            LOCAL,
+            diagnosis=(
+                f"parallelism: {TAIL_PARTITIONS} equal CPU-bound tasks on 2 "
+                "slots, the third alone after the first wave"
+            ),
+            fix=f"parallelize(..., {TAIL_FIXED})",
+            kinds=("parallelism",),
+            stage_tasks=TAIL_PARTITIONS,
+        ),
+        Workload(
+            "repeated_scan",
+            repeated_scan,
+            LOCAL,
+            diagnosis=(
+                f"re_read: {SCAN_QUERIES} queries each read and parse the same "
+                "CSV again"
+            ),
+            fix="read it once and cache() it",
+            kinds=("re_read",),
+            setup=write_scan_input,
+            setup_jobs=1,
+            forbidden=BLAMING,
+        ),
+        Workload(
+            "dstream_behind",
+            dstream_behind,
+            LOCAL,
+            diagnosis=(
+                f"stream_backlog: a DStream of {DSTREAM_INTERVAL_S} s batches "
+                "takes ~1.4 s a batch; its scheduling delay grows"
+            ),
+            fix="0.4 s a batch (lighter processing)",
+            kinds=("stream_backlog",),
+            forbidden=("driver_bound", "parallelism"),
         ),
         Workload(
             "balanced",
