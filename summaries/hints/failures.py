@@ -65,7 +65,11 @@ from .platform import spark_at_least
 from .remedies import remedies
 from .wording import settings_text
 
-__all__ = ["exit_code", "exit_meaning", "failures", "is_oom"]
+__all__ = ["SHUT_DOWN", "exit_code", "exit_meaning", "failures", "is_oom"]
+
+#: What Spark says of a job or stage it cancelled because the application
+#: stopped (``SparkContext.stop``) while it ran.
+SHUT_DOWN = "SparkContext was shut down"
 
 #: Task end reasons of an attempt that failed on its own (not its executor).
 TASK_ERRORS = frozenset(
@@ -223,13 +227,13 @@ class _Run:
         failure to explain it (a stream stops between or inside a batch)."""
         if self.ctx.facts.kind not in ("dstream", "structured_streaming"):
             return False
-        if "SparkContext was shut down" not in (job.message or ""):
+        if SHUT_DOWN not in (job.message or ""):
             return False
         others = [
             f
             for f in self.app.failures
             if f.kind not in ("JobFailed", "TaskKilled")
-            and "SparkContext was shut down" not in (f.message or "")
+            and SHUT_DOWN not in (f.message or "")
         ]
         return not others
 
@@ -441,9 +445,7 @@ def _folded(run: _Run, hints: list[Hint]) -> list[Hint]:
 
 def _shut_down(hint: Hint) -> bool:
     """Whether a job hint is of a job cancelled as the context shut down."""
-    return hint.evidence.get(
-        "cause"
-    ) == "job_failed" and "SparkContext was shut down" in (
+    return hint.evidence.get("cause") == "job_failed" and SHUT_DOWN in (
         hint.evidence.get("message") or ""
     )
 
@@ -473,10 +475,7 @@ def _shutdown_losses(run: _Run, dead: dict[str, ExecutorLife]) -> set[str]:
     :data:`SHUTDOWN_NS` of the end of an application whose context shut
     down under a running job (empty otherwise)."""
     end = run.app.end_ns
-    stopped = any(
-        "SparkContext was shut down" in (job.message or "")
-        for job in run.failed_jobs.values()
-    )
+    stopped = any(SHUT_DOWN in (job.message or "") for job in run.failed_jobs.values())
     if not dead or end is None or not stopped:
         return set()
     if all(
@@ -909,7 +908,7 @@ def _job_hint(run: _Run, job: Failure, shutdown: set[str] | None = None) -> Hint
     }
     if shutdown:
         evidence["executors_lost_at_shutdown"] = sorted(shutdown)
-    stopped = "SparkContext was shut down" in (job.message or "")
+    stopped = SHUT_DOWN in (job.message or "")
     if stopped and ended is not None and job.time_ns is not None:
         evidence["ended_before_job_ns"] = job.time_ns - ended
     action = f"job {job.job_id} failed ({job.message}{_ending(run, job)})"

@@ -29,10 +29,12 @@ from __future__ import annotations
 import math
 
 from sparktrail.errors import InputError
+from sparktrail.pag.context import Failure
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import Executors
 
 from ..run_shares import job_time_ns
+from .failures import SHUT_DOWN
 from .hint import Hint
 from .inputs import Context
 from .remedies import remedies, remedy_text
@@ -41,13 +43,19 @@ from .wording import fmt_s
 __all__ = ["BUSY_SHARE", "capacity_bound"]
 
 #: Slot time busy over the jobs' time at which the run waited for slots.
-BUSY_SHARE = 0.8
+BUSY_SHARE = 0.6
 #: The replayed saving, as a share of the jobs' time (an interactive
 #: session's) or the run, under which more executors are no finding: a
 #: run that fits its slots gains a little from any more.
 MIN_SAVING_SHARE = 0.15
 #: The executor count the replay tries, as a multiple of today's.
 SCALE = 2
+
+
+def _failed_midway(failure: Failure) -> bool:
+    """Whether a job failed on its own (not cancelled by the application's
+    stop, which leaves the work before it as it ran)."""
+    return failure.kind == "JobFailed" and SHUT_DOWN not in (failure.message or "")
 
 
 def capacity_bound(ctx: Context) -> list[Hint]:
@@ -58,7 +66,7 @@ def capacity_bound(ctx: Context) -> list[Hint]:
         return []  # one machine: its cores are what it has
     if any(s.engine == "gpu" for s in facts.stages.values()):
         return []  # a GPU executor's unit is its GPU, not its cores
-    if any(f.kind == "JobFailed" for f in app.failures):
+    if any(_failed_midway(f) for f in app.failures):
         return []  # the run did not finish its work: its failure comes first
     jobs = [j for j in app.jobs if j.start_ns is not None and j.end_ns is not None]
     busy_time = job_time_ns(app)

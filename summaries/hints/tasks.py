@@ -50,7 +50,7 @@ from sparktrail.whatif.contention import split_slowdowns
 
 from ..operator import stage_label, stage_name
 from .hint import Hint
-from .inputs import Context
+from .inputs import UNEVEN_RATIO, Context
 from .platform import aqe_enabled, can_speculate
 from .remedies import remedies, remedy_text
 from .wording import fmt_mb, fmt_s
@@ -461,7 +461,8 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
 def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     """Slow tasks of each executor's first wave in its first stage (launched
     before any task on that executor finished), where two or more of a
-    stage's first-wave tasks are slow (>= ``factor`` x the stage median):
+    stage's first-wave tasks are slow (>= ``factor`` x the stage median)
+    and their executor then ran a task of that stage at the stage's pace:
     their slowness is the executors' start-up (JVM, Python workers), not
     their partitions'."""
     known = (
@@ -478,14 +479,16 @@ def _warm_up_tasks(tasks: pl.DataFrame, factor: float) -> set[int]:
     )
     # One query over the columns read: on a long trace (streamed) the joins
     # no longer copy six columns of millions of tasks twice.
+    first_wave = pl.col("launch_ns") < pl.col("_first_end")
+    slow = pl.col("duration_ns") >= factor * pl.col("_median")
+    # Warm once started: a later task of the stage on the same executor
+    # ran at the stage's pace (else the executor, not its start, is slow).
+    warmed = (~first_wave & ~slow).any().over("executor", "stage_id")
     slow_wave = collect(
         known.join(firsts, on="executor")
         .join(medians, on="stage_id")
-        .filter(
-            (pl.col("launch_ns") < pl.col("_first_end"))
-            & (pl.col("stage_id") == pl.col("_first_stage"))
-            & (pl.col("duration_ns") >= factor * pl.col("_median"))
-        )
+        .filter(pl.col("stage_id") == pl.col("_first_stage"))
+        .filter(first_wave & slow & warmed)
         .select("task_id", "stage_id"),
         len(tasks),
     ).filter(pl.len().over("stage_id") >= 2)
@@ -535,8 +538,12 @@ def task_hints(ctx: Context) -> list[Hint]:
     ) & ~_FAILED  # a failed attempt is the failures hint's, not a straggler
     # Only tasks that can fire go through the Python loop below: a window
     # of a busy stage has thousands of critical tasks and a few outliers.
+    # A shared tail counts its tasks from UNEVEN_RATIO x the median (what
+    # makes a stage uneven for the count rules), a lone straggler from
+    # straggler_task_factor.
+    tail_factor = min(UNEVEN_RATIO, opts.straggler_task_factor)
     outlier = (skew_of() >= opts.skew_factor) | (
-        _ratio_of("duration_ns", "median_ns") >= opts.straggler_task_factor
+        _ratio_of("duration_ns", "median_ns") >= tail_factor
     )
     tasks = _critical_with_stage_stats(ctx, opts.min_stage_tasks, critical, outlier)
     if tasks.is_empty():
@@ -549,7 +556,7 @@ def task_hints(ctx: Context) -> list[Hint]:
     for task in tasks.iter_rows(named=True):
         if task["task_id"] in killed or not facts.whole_stage(task["stage_id"]):
             continue
-        cause = _cause(ctx, task, task["task_id"] in warm_up)
+        cause = _cause(ctx, task, task["task_id"] in warm_up, tail_factor)
         if cause is not None:
             found.setdefault(task["stage_id"], {}).setdefault(cause[0], []).append(
                 task | {"ratio": cause[1]}
@@ -567,12 +574,12 @@ def task_hints(ctx: Context) -> list[Hint]:
             hot.append((len(hints), task, task["ratio"], longest))
         elif data:
             hints.append(_shared_tail(ctx, stage_id, data, "data"))
-        own = by_cause.get("own", [])
+        own = _tail_or_lone(ctx, by_cause.get("own", []))
         if len(own) == 1:
             hints.append(_straggler(own[0], own[0]["ratio"], ctx))
         elif own:
             hints.append(_shared_tail(ctx, stage_id, own, "own"))
-        cold = by_cause.get("cold", [])
+        cold = _tail_or_lone(ctx, by_cause.get("cold", []))
         if cold:
             hints.append(_shared_tail(ctx, stage_id, cold, "cold"))
     if hot:
@@ -587,8 +594,30 @@ def task_hints(ctx: Context) -> list[Hint]:
     return hints
 
 
+def _tail_or_lone(ctx: Context, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The slow tasks of one cause in a stage that make a finding: all of
+    them when two or more, on two executors or more, hold the stage
+    :data:`TAIL_MIN_SHARE` of the judged time past its median (a shared
+    tail), else those slower than
+    ``straggler_task_factor`` x the median (a lone straggler's bound)."""
+    # On one executor, the executor is the suspect (straggler_executor's).
+    executors = {t["executor"] for t in tasks}
+    if len(tasks) >= 2 and len(executors) >= 2:
+        longest = max(t["duration_ns"] - t["median_ns"] for t in tasks)
+        if longest >= TAIL_MIN_SHARE * ctx.judged_ns:
+            return tasks
+    factor = ctx.options.straggler_task_factor
+    return [t for t in tasks if t["ratio"] >= factor]
+
+
+#: The time past its median a stage's shared tail of moderately slow tasks
+#: (under ``straggler_task_factor``) holds it, as a share of the judged time,
+#: at which it is a finding.
+TAIL_MIN_SHARE = 0.05
+
+
 def _cause(
-    ctx: Context, task: dict[str, Any], warm_up: bool
+    ctx: Context, task: dict[str, Any], warm_up: bool, factor: float
 ) -> tuple[str, float] | None:
     """Why a critical task is slow, and by how much (its skew or its
     slowdown over the stage's median): ``data``, ``cold``, ``own``, or
@@ -605,7 +634,7 @@ def _cause(
         if slow is None or slow < HOT_MIN_SLOWDOWN:
             return None  # more data, no more time: nothing held back
         return "data", skew
-    if slow is None or slow < opts.straggler_task_factor:
+    if slow is None or slow < factor:
         return None
     if task["duration_ns"] - task["median_ns"] < opts.straggler_min_excess_ms * 1e6:
         return None

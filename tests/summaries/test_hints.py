@@ -857,3 +857,43 @@ def test_stage_facts_of_a_long_run_a_slice_at_a_time_equal_one_query(
         assert long.schema == one.schema
         assert long.sort("stage_id").equals(one.sort("stage_id"))
         assert one.height > 1
+
+
+def moderate_tail(slow_executors: int) -> pl.DataFrame:
+    """A stage over four slots of tasks of 100 ms on equal records, where
+    two take 3x that (under straggler_task_factor, over the uneven ratio),
+    one at the start and one at the end, on ``slow_executors`` executors;
+    the stage waits for the second."""
+    t = Trace()
+    second = "exec-1/0" if slow_executors == 1 else "exec-2/1"
+    lanes = {"exec-1/1": [], "exec-2/0": [], "exec-1/0": [0], "exec-2/1": []}
+    lanes[second].append(400)
+    for slot, slow_starts in lanes.items():
+        at = 0
+        while at < 700:
+            if at in slow_starts:
+                t.task(slot, at, [("processing", 300)], records=100)
+                at += 300
+            elif at < 600 or (slow_starts and at < max(slow_starts)):
+                t.task(slot, at, [("processing", 100)], records=100)
+                at += 100
+            else:
+                break
+    return t.frame()
+
+
+def test_a_moderate_tail_of_two_partitions_on_two_executors_is_named():
+    # GIVEN two tasks at 3x the median on two executors holding the stage
+    frame = hints(moderate_tail(2), 100)
+    # THEN one straggler_task names both, under the lone-straggler factor
+    row, ev = only(frame, "straggler_task")
+    assert ev["slow_tasks"] == 2 and ev["max_ratio"] < 5.0
+    # AND its saving is what the stage waited past its other tasks (100 ms)
+    assert row["predicted_saving_ns"] == pytest.approx(100 * MS, rel=0.05)
+
+
+def test_a_moderate_tail_on_one_executor_is_left_to_the_executor_rule():
+    # GIVEN the same two slow tasks, both on one executor
+    frame = hints(moderate_tail(1), 100)
+    # THEN no shared tail blames their partitions (under 5x, one executor)
+    assert "straggler_task" not in frame["kind"].to_list()
