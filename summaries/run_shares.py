@@ -137,20 +137,31 @@ def whole_run(
 
 
 def job_time_ns(context: Any) -> int | None:
-    """How long some job was running: the union of the jobs' spans in an
-    :class:`~sparktrail.pag.context.AppContext` (``None``: no job with both
-    times). In a shell or a notebook this, not the wall time, is what the
-    user waited for.
+    """How long some job or SQL query was running: the union of the jobs'
+    and the SQL executions' spans in an :class:`~sparktrail.pag.context.
+    AppContext` (``None``: none with both times). In a shell or a notebook
+    this, not the wall time, is what the user waited for (a query's driver
+    work before and after its jobs, a write's commit, is waited for too).
 
-    >>> from sparktrail.pag.context import AppContext, JobSpan
+    >>> from sparktrail.pag.context import AppContext, JobSpan, SqlExecution
     >>> job_time_ns(AppContext(jobs=(JobSpan(0, 0, 10), JobSpan(1, 5, 20),
     ...     JobSpan(2, 100, 110))))
     30
+    >>> job_time_ns(AppContext(jobs=(JobSpan(0, 0, 10),),
+    ...     sql=(SqlExecution(0, None, 0, 50, {}),)))
+    50
     """
     spans = sorted(
-        (j.start_ns, j.end_ns)
-        for j in context.jobs
-        if j.start_ns is not None and j.end_ns is not None
+        [
+            (j.start_ns, j.end_ns)
+            for j in context.jobs
+            if j.start_ns is not None and j.end_ns is not None
+        ]
+        + [
+            (q.start_ns, q.end_ns)
+            for q in getattr(context, "sql", ())
+            if q.start_ns is not None and q.end_ns is not None
+        ]
     )
     if not spans:
         return None

@@ -10,6 +10,10 @@ tables' metadata, building broadcasts, and jobs waiting to launch.
 * ``driver_phase`` (``broadcast``): broadcast jobs (``broadcast exchange``)
   whose span is many times their tasks' time: the driver collected and
   built the broadcast tables while the query waited.
+* ``driver_phase`` (``after_jobs``): a SQL execution that ended long
+  after its last job did, no task of its running meanwhile: the driver
+  finished the query alone (a write's commit: renaming the output files,
+  adding partitions to the metastore; or collecting a result).
 * ``cold_start`` (a job's first task launched long after the job started):
   with no executor alive when it started, it waited for executors to
   register (containers or pods starting, or new ones after dynamic
@@ -55,7 +59,12 @@ def driver_phases(ctx: Context) -> list[Hint]:
     app = ctx.app
     if not app.jobs or ctx.tasks.is_empty():
         return []
-    hints = [*_metadata(ctx), *_broadcasts(ctx), *_launch_waits(ctx)]
+    hints = [
+        *_metadata(ctx),
+        *_broadcasts(ctx),
+        *_after_jobs(ctx),
+        *_launch_waits(ctx),
+    ]
     return [h for h in hints if h is not None]
 
 
@@ -195,6 +204,52 @@ def _broadcasts(ctx: Context) -> list[Hint]:
             evidence,
             action,
             predicted_saving_ns=float(wait),
+        )
+    ]
+
+
+def _after_jobs(ctx: Context) -> list[Hint]:
+    """The SQL execution whose driver work after its last job is longest,
+    when that work dominates the run (:func:`_dominant`)."""
+    last_end: dict[int, int] = {}
+    for job in ctx.app.jobs:
+        if job.sql_id is not None and job.end_ns is not None:
+            last_end[job.sql_id] = max(last_end.get(job.sql_id, 0), job.end_ns)
+    tails = [
+        (q.end_ns - last_end[q.execution_id], q)
+        for q in ctx.app.sql
+        if q.end_ns is not None and q.execution_id in last_end
+    ]
+    if not tails:
+        return []
+    tail, query = max(tails, key=lambda t: t[0])
+    if not _dominant(ctx, tail):
+        return []
+    what = (query.description or "").strip().splitlines()
+    named = f" ({what[0][:80]})" if what else ""
+    evidence = {
+        "phase": "after_jobs",
+        "execution_id": query.execution_id,
+        "after_jobs_ns": tail,
+        "estimated": True,
+    }
+    action = (
+        f"SQL query {query.execution_id}{named} ended {fmt_s(tail)} after its "
+        "last job, with none of its tasks running: the driver finished it "
+        "alone. For a write that is its commit (renaming the output files, "
+        "adding each new partition to the metastore): write fewer, larger "
+        "files and partitions, and use a committer made for the storage (on "
+        "S3 the S3A magic committer or EMRFS's S3-optimized committer; a "
+        "table format such as Delta or Iceberg commits without renames); "
+        "for a collect, return less to the driver"
+    )
+    return [
+        Hint(
+            "driver_phase",
+            _serial_share(ctx, tail),
+            evidence,
+            action,
+            predicted_saving_ns=float(tail),
         )
     ]
 

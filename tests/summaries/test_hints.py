@@ -897,3 +897,30 @@ def test_a_moderate_tail_on_one_executor_is_left_to_the_executor_rule():
     frame = hints(moderate_tail(1), 100)
     # THEN no shared tail blames their partitions (under 5x, one executor)
     assert "straggler_task" not in frame["kind"].to_list()
+
+
+def test_a_query_that_ends_long_after_its_last_job_is_a_driver_phase():
+    # GIVEN a notebook's SQL write whose one job ran 2 s on two slots and
+    # whose execution ended 28 s later (the driver committing the output)
+    from sparktrail.pag.context import AppContext, JobSpan, SqlExecution
+    from sparktrail.pag.trace import Trace as Valid
+
+    t = Trace()
+    for i in range(4):
+        t.task(f"exec-1/{i % 2}", (i // 2) * 1000, [("processing", 1000)])
+    s = 1_000_000_000
+    context = AppContext(
+        app_id="app",
+        app_name="Databricks Shell",
+        master="yarn",
+        jobs=(JobSpan(0, 0, 2 * s, sql_id=7),),
+        sql=(SqlExecution(7, "INSERT OVERWRITE t", 0, 30 * s, {}),),
+    )
+    frame = hints(Valid(t.frame(), context), 1000)
+    # THEN a driver_phase names the query and the 28 s after its job, high
+    # (the user waited for the query: its span counts as job time)
+    row, ev = only(frame, "driver_phase")
+    assert ev["phase"] == "after_jobs" and ev["execution_id"] == 7
+    assert ev["after_jobs_ns"] == 28 * s
+    assert "SQL query 7 (INSERT OVERWRITE t)" in row["action"]
+    assert row["severity"] == "high"
