@@ -62,7 +62,7 @@ from .hint import Hint
 from .inputs import Context
 from .memory_pressure import memory_of
 from .platform import spark_at_least
-from .remedies import remedies
+from .remedies import remedies, remedy_text
 from .wording import settings_text
 
 __all__ = ["SHUT_DOWN", "exit_code", "exit_meaning", "failures", "is_oom"]
@@ -569,9 +569,13 @@ def _gpu_fixes(run: _Run, stage: int | None) -> list[str]:
         split_now=f"{split >> 20}MB",
         large_splits=split > 1 << 30,
     )
-    return found or [
-        "give each task less to hold on the GPU (fewer concurrent GPU tasks, "
-        "smaller input splits); the executor's JVM heap is not the GPU's memory"
+    return [
+        remedy_text(
+            found,
+            "give each task less to hold on the GPU (fewer concurrent GPU tasks, "
+            "smaller input splits); the executor's JVM heap is not the GPU's "
+            "memory",
+        )
     ]
 
 

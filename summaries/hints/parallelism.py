@@ -65,7 +65,7 @@ from sparktrail.whatif.changes import StagePartitions
 from ..operator import stage_label
 from .hint import Hint
 from .inputs import Context
-from .remedies import remedies, remedy_text
+from .remedies import NOTES, remedies, remedy_text
 from .wording import fmt_mb, fmt_s
 
 __all__ = [
@@ -318,8 +318,8 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
     found = remedies(problem, facts, **values)
     if s.get("reshuffle_bytes") and not values["splittable_input"]:
         found = [r for r in found if not r.startswith("spark.sql.files.")]
-    if not found:
-        return _fallback_split(s, partitions, reads)
+    if all(r in NOTES for r in found):
+        return remedy_text(found, _fallback_split(s, partitions, reads))
     return f"{partitions} partitions: " + remedy_text(found, "")
 
 

@@ -26,7 +26,7 @@ Assumptions
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .facts import RunFacts, Version
@@ -34,7 +34,10 @@ from .facts import RunFacts, Version
 __all__ = [
     "ANY_VERSION",
     "CATALOGUE",
+    "NOTES",
     "PROBLEMS",
+    "UNKNOWN_PLATFORM",
+    "UNKNOWN_VERSION",
     "Remedy",
     "remedies",
     "remedy_text",
@@ -533,15 +536,46 @@ def remedies(problem: str, facts: RunFacts, **values: Any) -> list[str]:
             f"no remedy for problem {problem!r} (known: {sorted(PROBLEMS)})"
         )
     found = []
+    unknown: list[str] = []
     for remedy in CATALOGUE:
-        if remedy.problem != problem or not _fits(remedy, facts, values):
+        if remedy.problem != problem:
+            continue
+        if not _fits(remedy, facts, values):
+            unknown += _left_out_unknown(remedy, facts, values)
             continue
         if _in_force(remedy, facts, values):
             continue
         text = _render(remedy.text, values)
         if text not in found:
             found.append(text)
-    return found
+    return found + sorted(set(unknown))
+
+
+#: What :func:`remedies` adds when a remedy was left out for a fact the log
+#: does not state (:func:`remedy_text` puts it after the remedies).
+UNKNOWN_VERSION = (
+    "the log does not state its Spark version: only what every version has is named"
+)
+UNKNOWN_PLATFORM = (
+    "the log does not state its master: what one cluster manager alone has is left out"
+)
+NOTES = (UNKNOWN_VERSION, UNKNOWN_PLATFORM)
+
+
+def _left_out_unknown(
+    remedy: Remedy, facts: RunFacts, values: dict[str, Any]
+) -> list[str]:
+    """The notes saying that ``remedy`` would fit but for a version or a
+    platform the log does not state."""
+    if facts.version is None and not remedy.any_version:
+        known = replace(remedy, since=EVERY_VERSION, until=None)
+        if _fits(known, facts, values):
+            return [UNKNOWN_VERSION]
+    if facts.platform is None and remedy.platforms:
+        known = replace(remedy, platforms=frozenset())
+        if _fits(known, facts, values):
+            return [UNKNOWN_PLATFORM]
+    return []
 
 
 def remedy_text(found: Iterable[str], fallback: str) -> str:
@@ -552,6 +586,11 @@ def remedy_text(found: Iterable[str], fallback: str) -> str:
     'x=1; or y=2'
     >>> remedy_text([], "look at it")
     'look at it'
+    >>> remedy_text(["x=1", UNKNOWN_VERSION], "look at it")[:29]
+    'x=1 (the log does not state i'
     """
     found = list(found)
-    return "; or ".join(found) if found else fallback
+    notes = [f for f in found if f in NOTES]
+    fixes = [f for f in found if f not in NOTES]
+    text = "; or ".join(fixes) if fixes else fallback
+    return text + "".join(f" ({note})" for note in notes)

@@ -52,7 +52,7 @@ from ..operator import stage_label, stage_name
 from .hint import Hint
 from .inputs import UNEVEN_RATIO, Context
 from .platform import aqe_enabled, can_speculate
-from .remedies import remedies, remedy_text
+from .remedies import NOTES, remedies, remedy_text
 from .wording import fmt_mb, fmt_s
 
 __all__ = [
@@ -918,8 +918,8 @@ def _tail_words(
         if len(executors) == 1 and stage_executors > 1 and can_speculate(ctx.app)
         else []
     )
-    if found:
-        what += f"; they all ran on executor {executors[0]}: " + "; or ".join(found)
+    if any(r not in NOTES for r in found):
+        what += f"; they all ran on executor {executors[0]}: " + remedy_text(found, "")
     return "straggler_task", f"{head}: {what}"
 
 
@@ -964,7 +964,7 @@ def _cold_words(
         )
         return (
             f"{head}; dynamic allocation released {da.released} executor(s) and "
-            f"added {da.added_late} while the jobs ran: " + "; or ".join(found)
+            f"added {da.added_late} while the jobs ran: " + remedy_text(found, "")
         )
     return f"{head}: a one-off per executor, which a longer run amortizes"
 

@@ -174,3 +174,18 @@ def test_settings_only_newer_versions_have() -> None:
     assert not any("spark.sql.adaptive" in text for text in old | unknown)
     assert any("spark.memory.fraction" in text for text in new)
     assert not any("spark.memory.fraction" in text for text in every_remedy("1.5.2"))
+
+
+def test_an_unknown_version_says_that_only_what_every_version_has_is_named() -> None:
+    from sparktrail.summaries.hints.remedies import UNKNOWN_VERSION, remedy_text
+
+    facts = run_facts(AppContext(master="yarn", spark_version=None))
+    found = remedies("skewed_join", facts, engine="sql", k1=1)
+    # AQE's skew join (3.0+) is left out, and the text says why
+    assert UNKNOWN_VERSION in found
+    assert not any("adaptive" in text for text in found)
+    text = remedy_text(found, "spread the hot keys")
+    assert text.startswith("salt the hot key") and text.endswith(f"({UNKNOWN_VERSION})")
+    # a known version has no such note
+    known = run_facts(AppContext(master="yarn", spark_version="3.3.0"))
+    assert UNKNOWN_VERSION not in remedies("skewed_join", known, engine="sql", k1=1)
