@@ -753,6 +753,19 @@ def applied_by(
     return None
 
 
+def _hottest_records(evidence: dict[str, Any]) -> int:
+    """The records of a skew hint's hottest partition: its ``records``, or
+    the largest of a shared tail's list of them (0: none stated).
+
+    >>> _hottest_records({"records": 90}), _hottest_records({"records": [5, 9]})
+    (90, 9)
+    """
+    records = evidence.get("records")
+    if isinstance(records, list):
+        return max((int(r) for r in records if r is not None), default=0)
+    return int(records or 0)
+
+
 def _hot_records_fell(
     hint: dict[str, Any], operator: str | None, after: Profile
 ) -> str | None:
@@ -761,11 +774,11 @@ def _hot_records_fell(
     below :data:`SKEW_FELL` of the hint's, else ``None``. A hot partition
     split in two leaves two tasks each many times the median, so the
     longest task over the median need not fall."""
-    old = _evidence(hint).get("records")
+    old = _hottest_records(_evidence(hint))
     if not old or operator is None or _stage_rows(after, operator).is_empty():
         return None
     hot = [
-        _evidence(h).get("records") or 0
+        _hottest_records(_evidence(h))
         for h in after.hints.iter_rows(named=True)
         if h["kind"] in SKEW_KINDS
         and _operator_of(after, h.get("stage_id"), _evidence(h)) == operator
