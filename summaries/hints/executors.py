@@ -68,6 +68,7 @@ from .capacity import (
 )
 from .hint import Hint
 from .inputs import Context
+from .memory_pressure import fraction_advice, memory_of
 from .platform import cluster_manager, interactive_signs
 from .slowdowns import slowdowns
 from .wording import fmt_s
@@ -120,9 +121,11 @@ def _speculation_advice(
             "its host's other executors are not slow, so keep the host"
         )
     else:
+        setting = _exclude_setting(ctx)
         leave_out = (
-            "exclude its host (spark.excludeOnFailure.enabled=true, or leave the "
-            "node out)"
+            f"exclude its host ({setting}, or leave the node out)"
+            if setting
+            else "leave its host out of the cluster"
         )
     if ctx.app.is_local or hosts == 1:
         # Spark never launches a copy on a host where the task already has
@@ -151,9 +154,26 @@ def _speculation_advice(
     )
 
 
+def _exclude_setting(ctx: Context) -> str | None:
+    """The setting that keeps tasks off a bad host in the run's Spark:
+    ``spark.excludeOnFailure.enabled`` from 3.1, ``spark.blacklist.enabled``
+    from 2.1 (``None`` before, or when the version is unknown). Both act on
+    hosts where tasks fail, not on slow ones, so the words say 'or'."""
+    if ctx.facts.at_least(3, 1):
+        return "spark.excludeOnFailure.enabled=true"
+    if ctx.facts.at_least(2, 1):
+        return "spark.blacklist.enabled=true"
+    return None
+
+
 #: Spark's default spark.speculation.multiplier: a task is copied only once
 #: it runs this many times its stage's median.
 SPECULATION_MULTIPLIER = 1.5
+#: The step of the heap's execution share a GC-bound executor's words move.
+FRACTION_STEP = 0.1
+#: A slow executor's replayed saving under this share of the judged time is
+#: no finding (info): one of many slower hosts costs little.
+EXECUTOR_MIN_SHARE = 0.05
 #: An executor with less of the critical path than this held nothing back.
 MIN_CRITICAL_SHARE = 0.02
 #: Tasks shorter than this (Spark's own floor for speculating a task,
@@ -211,6 +231,7 @@ def straggler_executor(ctx: Context) -> list[Hint]:
             "slots": ex["slots"],
             "gc_share": gc,
             "executors": len(rows),
+            "min_share": EXECUTOR_MIN_SHARE,
         }
         speed = ""
         if slow and slowdown is not None:
@@ -281,9 +302,11 @@ def _why_text(ctx: Context, gc: float, own_fault: bool) -> str:
         memory = "spark.executor.memory"
         if ctx.app.is_local:
             memory = "spark.driver.memory"  # local executors live in the driver
+        fraction = fraction_advice(ctx, memory_of(ctx), -FRACTION_STEP)
         return (
-            f"GC took {gc:.0%} of its task time: raise {memory} "
-            "or lower spark.memory.fraction / cache less on it"
+            f"GC took {gc:.0%} of its task time: raise {memory}"
+            + (f" or {fraction}" if fraction else "")
+            + " / cache less on it"
         )
     if own_fault:
         return (

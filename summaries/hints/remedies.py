@@ -234,6 +234,14 @@ CATALOGUE: tuple[Remedy, ...] = (
         setting="spark.cores.max",
         value="{cores}",
         platforms={"standalone", "mesos"},
+        needs="cores_max_set",
+    ),
+    _r(
+        "more_slots",
+        "more workers: spark.cores.max is unset, so the application held every "
+        "core the cluster's workers offered",
+        platforms={"standalone", "mesos"},
+        needs="cores_max_unset",
     ),
     _r(
         "more_slots",
@@ -457,6 +465,8 @@ def _holds(need: str | None, facts: RunFacts, values: dict[str, Any]) -> bool:
         "graphx": lambda: facts.graphx,
         "iterative_ml": lambda: facts.iterative_ml,
         "speculation_on": lambda: bool(app.flag("spark.speculation")),
+        "cores_max_set": lambda: app.setting("spark.cores.max") is not None,
+        "cores_max_unset": lambda: app.setting("spark.cores.max") is None,
         "aqe_off": lambda: not facts.aqe(values.get("stage_id")),
         "aqe_skew_off": lambda: (
             not facts.aqe(values.get("stage_id"))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 from sparktrail.errors import InputError
-from sparktrail.pag.context import Failure
+from sparktrail.pag.context import AppContext, Failure
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import Executors
 
@@ -50,6 +50,41 @@ BUSY_SHARE = 0.6
 MIN_SAVING_SHARE = 0.15
 #: The executor count the replay tries, as a multiple of today's.
 SCALE = 2
+
+
+#: A busy share over this says the log misses some of the slots.
+MAX_BUSY_SHARE = 1.02
+
+
+def _most_alive(app: AppContext, start: int, end: int) -> int:
+    """The most executors (not a cluster's driver) alive at once between
+    ``start`` and ``end``: what the application ran on, however many it
+    replaced over the run.
+
+    >>> from sparktrail.pag.context import ExecutorLife
+    >>> app = AppContext(executors=(ExecutorLife("1", 2, added_ns=0,
+    ...     removed_ns=50), ExecutorLife("2", 2, added_ns=60),
+    ...     ExecutorLife("3", 2, added_ns=0)))
+    >>> _most_alive(app, 0, 100)
+    2
+    """
+    lives = [
+        (e.added_ns or start, e.removed_ns or end)
+        for e in app.executors
+        if e.executor_id != "driver" or app.is_local
+    ]
+    # A sweep over the lives' ends (before starts at the same time) and
+    # starts: a run with dynamic allocation may have thousands.
+    overlapping = [(a, b) for a, b in lives if a < b and b > start and a <= end]
+    changes = sorted(
+        [(b, -1) for _, b in overlapping] + [(max(a, start), 1) for a, _ in overlapping]
+    )
+    alive = most = 0
+    for at, step in changes:
+        alive += step
+        if at <= end:
+            most = max(most, alive)
+    return most
 
 
 def _failed_midway(failure: Failure) -> bool:
@@ -77,16 +112,17 @@ def capacity_bound(ctx: Context) -> list[Hint]:
     slots = ctx.slots_during(first, last)  # type: ignore[arg-type]
     _, busy = ctx.slot_busy
     share = busy / (slots * busy_time) if slots and busy_time else 0.0
-    if share < BUSY_SHARE:
-        return []
-    executors = ctx.replay.executors
+    if share < BUSY_SHARE or share > MAX_BUSY_SHARE:
+        return []  # over 100%: the log does not state every slot it had
     try:
-        found = predict(ctx.replay, Executors(SCALE * executors))
+        # Twice the slots: the replay scales slots by count / its executors.
+        found = predict(ctx.replay, Executors(SCALE * ctx.replay.executors))
     except InputError:
         return []
     if found.saving_ns < MIN_SAVING_SHARE * ctx.judged_ns:
         return []
-    cores = max(1, slots // max(1, executors))
+    executors = max(1, _most_alive(app, first, last))  # type: ignore[arg-type]
+    cores = max(1, round(slots / executors))
     wanted = SCALE * executors
     now_max = app.setting("spark.dynamicAllocation.maxExecutors")
     texts = remedies(
