@@ -26,7 +26,7 @@ folder) and in total:
 
 and the same per rule (hint kind). Usage::
 
-    .venv/bin/python -m bench.advice_eval [--corpus reviewed gathered planted]
+    .venv/bin/python -m bench.advice_eval [--corpus reviewed gathered fresh planted]
         [--split tune|holdout] [--list] [--json OUT.json] [--dump HINTS.json]
         [--jobs 2]
 
@@ -71,6 +71,7 @@ EVENTLOGS = HERE.parents[0].parent / "shared" / "eventlogs"
 CORPORA = {
     "reviewed": EVENTLOGS / "reviewed",
     "gathered": EVENTLOGS / "gathered",
+    "fresh": EVENTLOGS / "fresh",
     "planted": LABELS / "planted",
 }
 SPLIT_FILE = LABELS / "split.tsv"
@@ -79,13 +80,12 @@ VERDICTS = ("right", "weak", "wrong")
 
 @dataclass(frozen=True)
 class Problem:
-    """What an engineer names in a log; ``kinds`` name it, at ``stages``
-    (empty: any). ``problem`` is ``-`` for a healthy log."""
+    """What an engineer names in a log; any of its ``ways`` names it (hint
+    kinds, at stages: empty, any). ``problem`` is ``-`` for a healthy log."""
 
     log: str
     problem: str
-    kinds: frozenset[str]
-    stages: frozenset[int]
+    ways: tuple[tuple[frozenset[str], frozenset[int]], ...]
     minor: bool
     note: str
 
@@ -94,12 +94,36 @@ class Problem:
         return self.problem == "-"
 
     def named_by(self, hint: dict[str, Any]) -> bool:
-        """Whether ``hint`` (a row of the hints frame) names this problem."""
-        if self.healthy or hint["kind"] not in self.kinds:
+        """Whether ``hint`` (a row of the hints frame) names this problem:
+        its kind is one of a way's kinds, and it names one of that way's
+        stages (a way without stages: any)."""
+        if self.healthy:
             return False
-        if not self.stages:
-            return True
-        return bool(self.stages & hint_stages(hint))
+        for kinds, stages in self.ways:
+            if hint["kind"] in kinds and (not stages or stages & hint_stages(hint)):
+                return True
+        return False
+
+
+def parse_named_by(text: str) -> tuple[tuple[frozenset[str], frozenset[int]], ...]:
+    """A ``named_by`` cell as its ways: ``kinds@stages`` groups split by
+    ``;``, kinds split by ``|``, stages by ``,``.
+
+    >>> ways = parse_named_by("parallelism|hotspot@1,2; capacity_bound")
+    >>> [(sorted(kinds), sorted(stages)) for kinds, stages in ways]
+    [(['hotspot', 'parallelism'], [1, 2]), (['capacity_bound'], [])]
+    """
+    ways = []
+    for group in text.split(";"):
+        kinds, _, stages = group.strip().partition("@")
+        names = frozenset(
+            k.strip() for k in kinds.split("|") if k.strip() not in ("", "-")
+        )
+        if names:
+            ways.append(
+                (names, frozenset(int(s) for s in stages.split(",") if s.strip()))
+            )
+    return tuple(ways)
 
 
 @dataclass(frozen=True)
@@ -149,14 +173,11 @@ def load_problems(corpus: str) -> dict[str, list[Problem]]:
     if not path.is_file():
         return found
     for row in _rows(path):
-        named = row["named_by"].strip()
-        kinds, _, stages = named.partition("@")
         found[row["log"]].append(
             Problem(
                 row["log"],
                 row["problem"].strip(),
-                frozenset(k for k in kinds.split("|") if k and k != "-"),
-                frozenset(int(s) for s in stages.split(",") if s.strip()),
+                parse_named_by(row["named_by"]),
                 row.get("minor", "0").strip() == "1",
                 row.get("note", ""),
             )
