@@ -60,6 +60,7 @@ from ..run_shares import run_share
 from .bound import short_tasks
 from .hint import Hint
 from .inputs import Context
+from .parallelism import split_advice
 from .platform import aqe_enabled
 from .tasks import skew_medians, skew_of
 from .wording import fmt_mb
@@ -216,10 +217,10 @@ def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
             f"{tasks} tasks, so lower spark.sql.adaptive.advisoryPartitionSizeInBytes "
             f"(64MB by default) to {target}; else repartition({more}) before it"
         )
+    how = split_advice(ctx, stage_id, more).removeprefix(f"{more} partitions: ")
     return (
-        f"split {_where(ctx, stage_id)} into more, smaller tasks "
-        f"({more} instead of {tasks}: spark.sql.shuffle.partitions={more} if it "
-        f"reads a shuffle, else repartition({more}) before it)"
+        f"split {_where(ctx, stage_id)} into more, smaller tasks ({more} instead "
+        f"of {tasks}): {how}"
     )
 
 

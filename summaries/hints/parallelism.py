@@ -254,6 +254,32 @@ def _fallback_split(s: dict[str, Any], partitions: int, reads: str | None) -> st
     )
 
 
+#: Splits this many times the scan's cap (or more) were not cut: the files
+#: do not split (gzip, a format read whole), so no split setting helps.
+UNSPLIT_RATIO = 1.2
+
+
+def split_advice(ctx: Context, stage_id: int, partitions: int) -> str:
+    """How to run stage ``stage_id`` as ``partitions`` tasks, for rules
+    other than this one (spill, out of memory): :func:`_split` on the
+    stage's facts.
+
+    Examples
+    --------
+    See ``tests/summaries/test_memory_pressure.py``.
+    """
+    row = ctx.stage_row(stage_id) or {}
+    tasks = int(row.get("tasks") or 0)
+    reads = ctx.facts.reads(stage_id)
+    s = {
+        "stage_id": stage_id,
+        "tasks": tasks,
+        "bytes": float(row.get("bytes") or 0),
+        "source": "shuffle" if reads in (None, "shuffle") else "input",
+    }
+    return _split(ctx, s, partitions)
+
+
 #: A scope name of the RDD API's own repartitioning call.
 _RDD_CALLS = ("coalesce", "repartition", "partitionBy")
 
@@ -294,8 +320,10 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
         "call_new": call_new,
         "split": f"{max(1, int(per_task * s['tasks'] / partitions) >> 20)}m",
         "split_now": fmt_mb(cap),
-        # Splits near the cap: the files are large enough to cut smaller.
-        "splittable_input": per_task >= 0.5 * cap,
+        # Splits near the cap: the files are large enough to cut smaller;
+        # well over it, the scan could not cut them (gzip, one file a task).
+        "splittable_input": 0.5 * cap <= per_task <= UNSPLIT_RATIO * cap,
+        "unsplittable_input": reads == "input" and per_task > UNSPLIT_RATIO * cap,
         "aqe_coalesced": reads == "shuffle"
         and call is None
         and facts.aqe(s["stage_id"])
@@ -316,7 +344,9 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
             f"{max(1, -(-int(per_task * s['tasks'] / partitions) >> 20))}m"
         )
     found = remedies(problem, facts, **values)
-    if s.get("reshuffle_bytes") and not values["splittable_input"]:
+    if not values["splittable_input"] and (
+        s.get("reshuffle_bytes") or values["unsplittable_input"]
+    ):
         found = [r for r in found if not r.startswith("spark.sql.files.")]
     if all(r in NOTES for r in found):
         return remedy_text(found, _fallback_split(s, partitions, reads))
