@@ -276,6 +276,18 @@ class RunFacts:
     def _modified(self) -> dict[int, dict[str, str]]:
         return {q.execution_id: q.modified_configs for q in self.app.sql}
 
+    def scan_cap(self, stage_id: int | None = None) -> int:
+        """The file scan's split cap in force for ``stage_id``, in bytes
+        (``spark.sql.files.maxPartitionBytes``; 128 MB when unset or
+        unreadable).
+
+        >>> run_facts(AppContext(properties={
+        ...     "spark.sql.files.maxPartitionBytes": "64m"})).scan_cap() >> 20
+        64
+        """
+        found = size_bytes(self.setting("spark.sql.files.maxPartitionBytes", stage_id))
+        return SCAN_CAP if found is None else found
+
     def aqe(self, stage_id: int | None = None) -> bool:
         """Whether adaptive query execution was on for ``stage_id``."""
         value = self.setting("spark.sql.adaptive.enabled", stage_id)
@@ -451,6 +463,25 @@ def _int(value: str | None) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+#: spark.sql.files.maxPartitionBytes' default.
+SCAN_CAP = 128 << 20
+_SIZE = re.compile(r"\s*(\d+)\s*([kmgt]?)b?\s*")
+
+
+def size_bytes(text: str | None) -> int | None:
+    """A size setting (``128m``, ``1g``, ``134217728``) in bytes; ``None``
+    when unset or unreadable.
+
+    >>> size_bytes("64m"), size_bytes("2GB"), size_bytes("x")
+    (67108864, 2147483648, None)
+    """
+    found = _SIZE.fullmatch((text or "").lower())
+    if not found:
+        return None
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    return int(found.group(1)) * scale[found.group(2)]
 
 
 def duration_ns(text: str | None, default_unit: str = "s") -> int | None:

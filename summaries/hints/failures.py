@@ -553,7 +553,7 @@ def _gpu_fixes(run: _Run, stage: int | None) -> list[str]:
     tasks = int(
         _setting_float(app, "spark.rapids.sql.concurrentGpuTasks", GPU_CONCURRENT_TASKS)
     )
-    split = _bytes(app.setting("spark.sql.files.maxPartitionBytes")) or 128 << 20
+    split = facts.scan_cap(stage)
     found = remedies(
         "gpu_memory",
         facts,
@@ -577,14 +577,6 @@ def _gpu_fixes(run: _Run, stage: int | None) -> list[str]:
             "memory",
         )
     ]
-
-
-def _bytes(text: str | None) -> int | None:
-    found = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", (text or "").lower())
-    if not found:
-        return None
-    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    return int(found.group(1)) * scale[found.group(2)]
 
 
 def _smaller_tasks(run: _Run, stage: int | None) -> str:

@@ -305,9 +305,7 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
     reads = stage.reads if stage else None
     if reads is None and s["source"] == "shuffle":
         reads = "shuffle"
-    cap = _bytes_setting(
-        facts.setting("spark.sql.files.maxPartitionBytes", s["stage_id"])
-    )
+    cap = facts.scan_cap(s["stage_id"])
     per_task = s["bytes"] / max(1, s["tasks"])
     values = {
         "engine": engine,
@@ -359,24 +357,6 @@ def _shuffle_partitions(facts: Any, stage_id: int) -> int:
         return int(value) if value is not None else 200
     except ValueError:
         return 200
-
-
-def _bytes_setting(text: str | None) -> int:
-    """A size setting (``128m``, ``134217728``) in bytes (the file scan's
-    default, 128 MB, when unset or unreadable).
-
-    >>> _bytes_setting("64m"), _bytes_setting(None) >> 20
-    (67108864, 128)
-    """
-    default = 128 << 20
-    if not text:
-        return default
-    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
-    units |= {"g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
-    if not found or found.group(2) not in units:
-        return default
-    return int(found.group(1)) * units[found.group(2)]
 
 
 def _action(
@@ -638,7 +618,7 @@ def _needs_reshuffle(ctx: Context, s: dict[str, Any]) -> bool:
     if stage.reads in ("collection", "receiver"):
         return False
     if stage.reads == "input":
-        cap = _bytes_setting(ctx.facts.setting("spark.sql.files.maxPartitionBytes"))
+        cap = ctx.facts.scan_cap()
         if stage.engine in ("rdd", "pyspark_rdd"):
             return False  # textFile(path, minPartitions) splits it
         return bool(s["bytes"] / max(1, s["tasks"]) < 0.5 * cap)

@@ -723,8 +723,6 @@ MAX_NAMED = 6
 #: A group of slow tasks whose Spark CPU time is under this share of their
 #: run time waited (I/O, a lock, an external call), not computed.
 WAITED_CPU_SHARE = 0.3
-#: AQE's and the file scan's defaults the shared-skew wording compares with.
-MAX_PARTITION_BYTES = 128 << 20
 
 
 def own_work_change(
@@ -849,7 +847,7 @@ def _tail_words(
         head = f"{count} hold {_amounts(tasks)}"
         if reads == "input":
             hot_bytes = max(int(t["bytes"] or 0) for t in tasks)
-            cap = _bytes_setting(facts.setting("spark.sql.files.maxPartitionBytes"))
+            cap = facts.scan_cap(stage_id)
             found = remedies(
                 "input_layout",
                 facts,
@@ -1001,18 +999,3 @@ def _count(n: float) -> str:
         if n >= size:
             return f"{n / size:.3g}{unit}"
     return f"{n:.0f}"
-
-
-def _bytes_setting(text: str | None) -> int:
-    """A size setting (``128m``, ``134217728``) in bytes (the file scan's
-    default when unset or unreadable)."""
-    if not text:
-        return MAX_PARTITION_BYTES
-    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20}
-    units |= {"g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-    import re
-
-    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
-    if not found or found.group(2) not in units:
-        return MAX_PARTITION_BYTES
-    return int(found.group(1)) * units[found.group(2)]
