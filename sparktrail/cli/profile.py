@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from sparktrail.dashboard.figures import saving_text
+from sparktrail.dashboard.figures import SHARE_ONLY, saving_text
 from sparktrail.dashboard.report import window_text, write_report
 from sparktrail.dashboard.verdict import header_line, verdict
 from sparktrail.engines.engine_choice import ENGINES
@@ -31,7 +31,7 @@ from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR, Profile, pro
 from sparktrail.errors import InputError
 from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
 from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
-from sparktrail.summaries.hints import integrity_notes, shown_hints
+from sparktrail.summaries.hints import integrity_notes, share_of_saved, shown_hints
 from sparktrail.summaries.hints.hint import SHOWN_SHARE
 from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
 from sparktrail.tracer.eventlog import SeveralLogsError
@@ -240,7 +240,9 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     print(f"\nHints ({len(hints)}):", file=out)
     for row in hints.iter_rows(named=True):
         saving = saving_text(row)
-        saves = f", saves {saving}" if saving else ""
+        # A share of the input or the trigger is no time saved: said as is.
+        verb = "" if share_of_saved(row) in SHARE_ONLY else "saves "
+        saves = f", {verb}{saving}" if saving else ""
         print(f"  [{row['severity']}] {row['kind']}{saves}: {row['action']}", file=out)
     small = len(summaries.hints) - len(hints) - (1 if notes else 0)
     if hints.is_empty():

@@ -144,6 +144,21 @@ def test_terminal_summary_gives_each_hints_saving(
     assert "[high] straggler_task, saves 6 s (60% of the run): task 0 ran" in out
 
 
+def test_a_dstream_falling_behind_reads_as_its_share_of_the_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the planted DStream whose batches take 1.6 s for a 1 s interval
+    log = Path(__file__).parents[2] / "bench/advice/planted/dstream_behind-base.zstd"
+    assert main(["profile", str(log), "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # THEN its backlog is named with the share of the input that falls
+    # behind, not as a time "saved", and with the batch interval
+    line = next(x for x in out.splitlines() if "stream_backlog" in x)
+    assert "[high] stream_backlog, " in line and "of the input falls behind" in line
+    assert "saves" not in line.split(":")[0]
+    assert "for a 1 s batch interval" in line
+
+
 def test_json_prints_only_the_hints_on_stdout(
     straggler: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
