@@ -140,12 +140,21 @@ def aqe_enabled(app: AppContext) -> bool:
 
 def can_speculate(app: AppContext) -> bool:
     """Whether ``spark.speculation`` can act: never on a ``local`` master
-    (Spark's TaskSchedulerImpl starts the speculation check only off local).
+    (Spark's TaskSchedulerImpl starts the speculation check only off local),
+    nor where every executor the log states is on one host (TaskSetManager
+    never runs a copy on a host where the task already has an attempt).
 
+    >>> from sparktrail.pag.context import ExecutorLife
     >>> can_speculate(AppContext(master="local[4]")), can_speculate(AppContext())
     (False, True)
+    >>> one_host = tuple(ExecutorLife(str(i), 2, host="h1") for i in range(3))
+    >>> can_speculate(AppContext(master="yarn", executors=one_host))
+    False
     """
-    return not app.is_local
+    if app.is_local:
+        return False
+    hosts = {e.host for e in app.executors if e.executor_id != "driver" and e.host}
+    return len(hosts) != 1
 
 
 def interactive_signs(app: AppContext, call_sites: Iterable[str | None]) -> list[str]:

@@ -548,7 +548,7 @@ def task_hints(ctx: Context) -> list[Hint]:
     tasks = _critical_with_stage_stats(ctx, opts.min_stage_tasks, critical, outlier)
     if tasks.is_empty():
         return []
-    warm_up = _warm_up_tasks(ctx.tasks, opts.straggler_task_factor)
+    warm_up = _warm_up_tasks(ctx.tasks, tail_factor)
     killed = _killed_copies(ctx, tasks["task_id"].to_list())
     facts = ctx.facts
     # Each stage's slow tasks by cause, in task order.
