@@ -53,6 +53,7 @@ wheel-check: setup ## build the wheel, install it in a fresh venv, import every 
 bench: setup ## run the benchmarks and print the tables for BENCHMARKS.md
 	$(PY) bench/run.py
 	$(PY) bench/tracer_overhead.py --tasks 20000 --repeat 5
+	$(PY) bench/cli_startup.py --repeat 15
 
 clean: ## remove the venv, build and run outputs
 	rm -rf $(VENV) .build $(RUN_DIR) .pytest_cache .mypy_cache .hypothesis

@@ -120,7 +120,7 @@ def _budget_table() -> str:
 
 
 def _census_table(target_mb: float, repeat: int) -> str:
-    import sparktrail.tracer as tracer
+    import sparktrail.tracer.importer as tracer
     from sparktrail.tracer.outliers import TimeCensus
 
     real = tracer.time_census

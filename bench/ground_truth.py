@@ -1124,11 +1124,12 @@ def profile_folder(log: Path, folder: Path) -> list[dict[str, Any]]:
     of the run alone. These runs last 0.2-8 s, so most savings are under the
     floor's 1 s, which would make the hints ``info``, and compare checks only
     shown hints."""
-    from sparktrail.cli.profile import hints_json, load_input
+    from sparktrail.cli.profile import hints_json
     from sparktrail.engines.profiler import profile
+    from sparktrail.sources import open_trace
     from sparktrail.summaries.result import HintOptions
 
-    trace, _ = load_input(log)
+    trace, _ = open_trace(log)
     no_floor = HintOptions(min_saving_s=0.0)
     found = profile(trace, WINDOW_NS, name=log.name, options=no_floor)
     found.save(folder)

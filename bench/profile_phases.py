@@ -27,7 +27,7 @@ from typing import Any
 
 #: (module, attribute, phase): the class attributes are ``Class.method``.
 PHASES = (
-    ("sparktrail.cli.profile", "load_input", "read + validate the trace"),
+    ("sparktrail.sources", "open_trace", "read + validate the trace"),
     ("sparktrail.engines.batch", "window_chunks", "window runs"),
     ("sparktrail.engines.batch", "plain_stretches", "plain stretches"),
     ("sparktrail.engines.batch", "chunk_candidates", "chunk candidates"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from sparktrail.pag.workers import SLOT_IN_TEXT, slot_of
+from sparktrail.pag.workers import worker_label, worker_text
 
 __all__ = [
     "ACTIVITY_COLOURS",
@@ -47,38 +47,6 @@ _OTHER_COLOUR = "#aec7e8"
 
 #: Colour scale of CP (0 = off the critical path).
 CP_COLOURSCALE = "YlOrRd"
-
-
-def worker_label(worker: str | None) -> str:
-    """How a worker is shown to a user (the data keep its name).
-
-    ``exec-3/1`` is executor 3's core 1; the driver's own timeline is
-    ``driver``, and a slot of the executor inside the driver (local mode,
-    ``exec-driver/1``) is ``driver, core 1``.
-
-    >>> worker_label("exec-3/1"), worker_label("exec-driver/1")
-    ('executor 3, core 1', 'driver, core 1')
-    >>> worker_label("driver"), worker_label(None), worker_label("a")
-    ('driver', 'driver', 'a')
-    """
-    if worker is None:
-        return "driver"
-    slot = slot_of(worker)
-    if slot is None:
-        return worker
-    executor, core = slot
-    if executor == "driver":
-        return f"driver, core {core}"
-    return f"executor {executor}, core {core}"
-
-
-def worker_text(text: str) -> str:
-    """``text`` with every worker name in it shown by :func:`worker_label`.
-
-    >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
-    'move work off executor 2, core 0 (and driver, core 1)'
-    """
-    return SLOT_IN_TEXT.sub(lambda m: worker_label(m.group(0)), text)
 
 
 def empty_figure(message: str) -> go.Figure:

@@ -16,7 +16,6 @@ began in marked, and the table of operators by run.
 from __future__ import annotations
 
 import html
-import math
 import os
 import statistics
 from pathlib import Path
@@ -29,6 +28,7 @@ import polars as pl
 from sparktrail.engines.comparison import UNATTRIBUTED, Comparison
 from sparktrail.engines.profiler import REPORT_FILE
 from sparktrail.engines.series import RunSeries, start_text
+from sparktrail.units import duration_s
 
 from .html_pages import write_page
 from .report import _STYLE
@@ -38,7 +38,6 @@ __all__ = [
     "PAGE_STYLE",
     "compare_layout",
     "comparison_verdict",
-    "duration_text",
     "series_chart",
     "series_verdict",
     "short_label",
@@ -68,23 +67,6 @@ def short_label(label: str, chars: int = LABEL_CHARS) -> str:
     return label if len(label) <= chars else label[: chars - 1] + "…"
 
 
-def duration_text(seconds: float) -> str:
-    """Seconds for a sentence.
-
-    >>> [duration_text(s) for s in (0.0042, 0.35, 1.25, 38.2, 125)]
-    ['4 ms', '350 ms', '1.2 s', '38 s', '2 min 5 s']
-    """
-    s = abs(seconds)
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 10:
-        return f"{s:.1f} s"
-    if s < 120:
-        return f"{s:.0f} s"
-    minutes, rest = divmod(round(s), 60)
-    return f"{minutes} min {rest} s"
-
-
 def _same(c: Comparison) -> bool:
     before = c.wall_before_ns / 1e9
     return abs(c.wall_delta_s) < max(SAME_S, SAME_SHARE * before)
@@ -101,15 +83,15 @@ def comparison_verdict(c: Comparison) -> str:
     >>> c = Comparison("a", "b", 100 * 10**9, 62 * 10**9, matched_operators=1,
     ...     **frames)
     >>> comparison_verdict(c)
-    '38 s faster (100 s → 62 s): 35 s of it is agg at etl.py:76.'
+    '38 s faster (1 min 40 s → 1 min 2 s): 35 s of it is agg at etl.py:76.'
     """
     before, after = c.wall_before_ns / 1e9, c.wall_after_ns / 1e9
-    span = f"({duration_text(before)} → {duration_text(after)})"
+    span = f"({duration_s(before)} → {duration_s(after)})"
     if _same(c):
         head = f"As fast as before {span}"
     else:
         way = "faster" if c.wall_delta_s < 0 else "slower"
-        head = f"{duration_text(c.wall_delta_s)} {way} {span}"
+        head = f"{duration_s(abs(c.wall_delta_s))} {way} {span}"
         sign = -1.0 if c.wall_delta_s < 0 else 1.0
         ops = c.operators.filter(pl.col("delta_s") * sign > 0).sort(
             pl.col("delta_s").abs(), descending=True
@@ -121,7 +103,7 @@ def comparison_verdict(c: Comparison) -> str:
                 if top["operator"] == UNATTRIBUTED
                 else short_label(str(top["operator"]), 60)
             )
-            head += f": {duration_text(top['delta_s'])} of it is {where}"
+            head += f": {duration_s(abs(top['delta_s']))} of it is {where}"
     return head + _hint_clause(c.hints) + "."
 
 
@@ -141,12 +123,11 @@ def _hint_clause(hints: pl.DataFrame) -> str:
     row = applied.row(0, named=True)
     kind = str(row["kind"]).replace("_", " ")
     predicted = row["predicted_saving_s"]
-    said = "" if predicted is None else f" predicted {duration_text(predicted)},"
+    said = "" if predicted is None else f" predicted {duration_s(predicted)},"
     measured = row["measured_saving_s"] or 0.0
     saved = "saved" if measured >= 0 else "lost"
-    return (
-        f"; the {kind} hint{said} {saved} {duration_text(measured)} ({row['verdict']})"
-    )
+    amount = duration_s(abs(measured))
+    return f"; the {kind} hint{said} {saved} {amount} ({row['verdict']})"
 
 
 def waterfall(c: Comparison, top: int = WATERFALL_TOP) -> go.Figure:
@@ -205,7 +186,7 @@ def _waterfall_bars(
         full.append(str(row["operator"]))
         values.append(row["delta_s"])
         hover.append(
-            f"{row['before_s']:.3g} s → {row['after_s']:.3g} s; records "
+            f"{duration_s(row['before_s'])} → {duration_s(row['after_s'])}; records "
             f"{_count(row['records_before'])} → {_count(row['records_after'])}"
         )
     if len(others):
@@ -217,7 +198,7 @@ def _waterfall_bars(
         labels.append("unattributed")
         full.append(UNATTRIBUTED)
         values.append(row["delta_s"])
-        hover.append(f"{row['before_s']:.3g} s → {row['after_s']:.3g} s")
+        hover.append(f"{duration_s(row['before_s'])} → {duration_s(row['after_s'])}")
     labels.append("AFTER")
     full.append("AFTER: " + c.after_name)
     values.append(c.wall_after_ns / 1e9)
@@ -227,12 +208,6 @@ def _waterfall_bars(
 
 def _count(value: Any) -> str:
     return "–" if value is None else f"{value:,}"
-
-
-def _seconds(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{value:.2f} s"
 
 
 def _table(rows: list[list[str]], head: list[str], css: str = "hints") -> str:
@@ -273,8 +248,8 @@ def hints_table(c: Comparison) -> Table:
             str(r["kind"]),
             short_label(r["operator"] or "–", 70),
             r["how"] or "no",
-            _seconds(r["predicted_saving_s"]),
-            _seconds(r["measured_saving_s"]),
+            duration_s(r["predicted_saving_s"]),
+            duration_s(r["measured_saving_s"]),
             str(r["verdict"]),
             str(r["action"] or ""),
         ]
@@ -289,8 +264,8 @@ def operators_table(c: Comparison, top: int = 20) -> Table:
     rows = [
         [
             short_label(str(r["operator"]), 70),
-            _seconds(r["before_s"]),
-            _seconds(r["after_s"]),
+            duration_s(r["before_s"]),
+            duration_s(r["after_s"]),
             f"{r['delta_s']:+.2f} s",
             f"{_count(r['records_before'])} → {_count(r['records_after'])}",
             f"{_count(r['bytes_before'])} → {_count(r['bytes_after'])}",
@@ -520,7 +495,7 @@ def series_verdict(s: RunSeries) -> str:
     >>> ops = pl.DataFrame({"operator": ["agg"], "critical_s": [[1.0, 3.0]],
     ...     "records": [[10, 10]], "regression_from": ["b"]})
     >>> series_verdict(RunSeries(runs, ops))
-    '1 operator regressed: agg from run #2 b (1.0 s → 3.0 s).'
+    '1 operator regressed: agg from run #2 b (1 s → 3 s).'
     """
     found = s.regressions()
     n = len(s.runs)
@@ -538,8 +513,8 @@ def series_verdict(s: RunSeries) -> str:
         before = statistics.median(seconds[:i])
         parts.append(
             f"{short_label(str(r['operator']), 60)} from run #{i + 1} "
-            f"{r['regression_from']} ({duration_text(before)} → "
-            f"{duration_text(seconds[i])})"
+            f"{r['regression_from']} ({duration_s(before)} → "
+            f"{duration_s(seconds[i])})"
         )
     head = f"{len(parts)} operator{'s' if len(parts) > 1 else ''} regressed: "
     return head + "; ".join(parts) + "."
@@ -622,7 +597,7 @@ def _runs_table(s: RunSeries) -> str:
             str(r["run"]),
             str(r["app_id"] or "–"),
             start_text(r["start_ns"]) or "–",
-            f"{r['wall_s']:.2f} s",
+            duration_s(r["wall_s"]),
         ]
         for i, r in enumerate(s.runs.iter_rows(named=True), start=1)
     ]

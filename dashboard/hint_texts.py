@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import re
 from typing import Any
 
@@ -18,6 +17,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from sparktrail.summaries.hints import severity_legend, share_of_saved
+from sparktrail.units import duration, significant, size
 
 from .chart_basics import empty_figure, worker_text
 
@@ -60,38 +60,6 @@ HINT_HELP: dict[str, str] = {
 }
 
 
-def _significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits, without exponent.
-
-    >>> _significant(125754.527163), _significant(0.012345), _significant(90.0)
-    ('126,000', '0.0123', '90')
-    """
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    places = digits - 1 - math.floor(math.log10(abs(value)))
-    rounded = round(value, places)
-    if places <= 0:
-        return f"{rounded:,.0f}"
-    return f"{rounded:.{places}f}".rstrip("0").rstrip(".")
-
-
-def _duration(ns: float) -> str:
-    seconds = abs(ns) / 1e9
-    if seconds >= 1:
-        return f"{_significant(ns / 1e9)} s"
-    if seconds >= 1e-3:
-        return f"{_significant(ns / 1e6)} ms"
-    return f"{_significant(ns / 1e3)} µs"
-
-
-def _size(n: float) -> str:
-    if abs(n) >= 1e6:
-        return f"{_significant(n / 1e6)} MB"
-    if abs(n) >= 1e3:
-        return f"{_significant(n / 1e3)} kB"
-    return f"{_significant(n)} B"
-
-
 def _time_of_day(ns: float) -> str:
     moment = dt.datetime.fromtimestamp(int(ns) // 1000 / 1e6, tz=dt.UTC)
     return moment.strftime("%H:%M:%S.%f")[:-3]
@@ -112,16 +80,16 @@ def _evidence_value(key: str, value: Any) -> str:
     if key in ("start_ns", "end_ns"):
         return _time_of_day(value) + " UTC"
     if key.endswith("_ns"):
-        return _duration(value)
+        return duration(value)
     if key.endswith("_bytes"):
-        return _size(value)
+        return size(value)
     if "rate" in key:
-        return f"{_significant(value)} rows/s"
+        return f"{significant(value)} rows/s"
     if "share" in key:
-        return f"{_significant(value * 100)}%"
+        return f"{significant(value * 100)}%"
     if isinstance(value, int):
         return f"{value:,}" if abs(value) >= 10_000 else str(value)
-    return _significant(value)
+    return significant(value)
 
 
 def _evidence_pairs(data: dict[str, Any]) -> str:
@@ -202,7 +170,7 @@ def saving_text(hint: dict[str, Any]) -> str:
     of = _SHARE_OF_TEXT.get(share_of, _SHARE_OF_TEXT["run"])
     if share_of == "slot_time":
         return f"{saving / 6e10:.3g} core-min ({share:.0%} {of})"
-    return f"{_duration(saving)} ({share:.0%} {of})"
+    return f"{duration(saving)} ({share:.0%} {of})"
 
 
 def hints_table(hints: pl.DataFrame) -> go.Figure:

@@ -66,6 +66,7 @@ from sparktrail.engines.profiler import Profile
 from sparktrail.engines.store import WindowStore
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.run_shares import windows_extent
+from sparktrail.units import duration
 
 from .report import window_text
 
@@ -183,23 +184,17 @@ def lag_ns(
     return max(0, now_ns - lateness_ns - closed_until_ns - window_ns)
 
 
-def _seconds(ns: int) -> str:
-    """Seconds with one decimal below a minute, whole seconds above."""
-    seconds = ns / 1e9
-    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds:,.0f} s"
-
-
 def lag_text(lag: int, lateness_ns: int) -> str:
     """The status line's part that says how far behind the page is.
 
     >>> lag_text(400_000_000, 2_000_000_000)
-    'behind the trace by 0.4 s (beyond the 2.0 s lateness)'
+    'behind the trace by 400 ms (beyond the 2 s lateness)'
     >>> lag_text(75_000_000_000, 0)
-    'behind the trace by 75 s (beyond the 0.0 s lateness)'
+    'behind the trace by 1 min 15 s (beyond the 0 s lateness)'
     """
     return (
-        f"behind the trace by {_seconds(lag)} "
-        f"(beyond the {_seconds(lateness_ns)} lateness)"
+        f"behind the trace by {duration(lag)} "
+        f"(beyond the {duration(lateness_ns)} lateness)"
     )
 
 
@@ -525,7 +520,7 @@ class LiveLoader:
             behind = lag_text(lag, self.lateness_ns)
         else:
             idle = round((time.monotonic() - self._rows_at) * 1e9)
-            behind = f"no new trace rows for {_seconds(idle)}"
+            behind = f"no new trace rows for {duration(idle)}"
         return (
             f"{len(self._windows)} windows closed, the latest ends "
             f"{utc(self._windows[-1].end_ns)} UTC; watermark {utc(watermark)} UTC; "

@@ -29,6 +29,7 @@ from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import integrity_notes, shown_hints
 from sparktrail.summaries.run_shares import windows_extent
+from sparktrail.units import duration
 
 from . import figures, spark_tables, stream_figures
 from .html_pages import write_page
@@ -81,10 +82,6 @@ def _utc(ns: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
-def _seconds(ns: float) -> str:
-    return f"{ns / 1e9:.3g} s" if ns >= 1e8 else f"{ns / 1e6:.3g} ms"
-
-
 def window_text(summaries: Summaries) -> str:
     """The windows' length: ``1 s``, or for windows of several lengths (one
     per streaming micro-batch, ``--window batch``) their median.
@@ -98,10 +95,10 @@ def window_text(summaries: Summaries) -> str:
     windows = summaries.windows
     lengths = set((windows[WINDOW_END_NS] - windows[WINDOW_START_NS]).to_list())
     if lengths <= {summaries.window_ns}:  # the fixed windows of --window
-        return _seconds(summaries.window_ns)
+        return duration(summaries.window_ns)
     return (
         "micro-batches and the waits between them "
-        f"(median {_seconds(summaries.window_ns)})"
+        f"(median {duration(summaries.window_ns)})"
     )
 
 
@@ -116,7 +113,7 @@ def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) 
         with_paths = int(windows[HAS_PATHS].sum())
         rows += [
             ("windows", f"{len(windows)} ({with_paths} with a critical path)"),
-            ("time span", f"{_utc(first)} – {_utc(last)} ({_seconds(last - first)})"),
+            ("time span", f"{_utc(first)} – {_utc(last)} ({duration(last - first)})"),
         ]
     if window is not None:
         rows.append(("most critical window", f"{_utc(window[0])} (see the last chart)"))

@@ -7,8 +7,9 @@ the dashboard and ``sparktrail profile``'s terminal summary:
 * :func:`header_facts`: what ran: the application's name and id, Spark
   version, master and deploy mode, wall time, executors × cores, and how
   many jobs, stages and tasks;
-* :func:`verdict`: one sentence: what holds the run back and what to do
-  first, from the top shown hint (its predicted saving); without one, what
+* :func:`verdict`: one sentence: what holds the run back and what the top
+  shown hint's change saves (what to change is that hint's own action);
+  without one, what
   the critical path was made of; without any Spark job, that there was
   nothing to profile.
 
@@ -33,6 +34,7 @@ from sparktrail.summaries.hints import share_of_saved, shown_hints
 from sparktrail.summaries.hints.facts import run_facts
 from sparktrail.summaries.operator import stage_label
 from sparktrail.summaries.run_shares import job_time_ns, windows_extent
+from sparktrail.units import duration
 
 from .figures import SHARE_ONLY, saving_text
 
@@ -46,80 +48,36 @@ __all__ = [
 #: The verdict of a run in which no Spark job (or no task) ran.
 NO_JOB = "No Spark job ran: nothing to profile."
 
-#: What a hint of each kind says holds the run back, and what to do first.
-#: ``{stage}``, ``{executor}`` and ``{partition}`` name what the hint names.
-_KIND_TEXT: dict[str, tuple[str, str]] = {
-    "straggler_executor": (
-        "executor {executor} is a straggler",
-        "move work off it (speculation, or a healthier host)",
-    ),
-    "straggler_task": (
-        "a straggler task{partition} of {stage} holds its stage back",
-        "let Spark re-launch slow tasks (spark.speculation)",
-    ),
-    "hotspot": (
-        "a skewed partition{partition} of {stage} holds its stage back",
-        "split the hot key (AQE skew join, or salting)",
-    ),
-    "skew_unsplittable": (
-        "a skewed key{partition} of {stage} holds its stage back",
-        "salt the hot key or handle it apart",
-    ),
-    "parallelism": (
-        "{stage} has too few tasks for the slots it could use",
-        "split its work into more partitions",
-    ),
-    "over_partitioned": (
-        "{stage} runs many tiny tasks whose fixed costs dominate",
-        "use fewer, larger partitions",
-    ),
-    "scheduling_bound": (
-        "scheduling and deserializing short tasks of {stage} dominate",
-        "use fewer, larger partitions",
-    ),
-    "shuffle_bound": (
-        "fetching shuffle blocks{in_stage} holds the run back",
-        "shuffle less (broadcast the smaller side of a join)",
-    ),
-    "driver_bound": (
-        "driver code between Spark jobs holds the run back",
-        "look at what the program does between its jobs",
-    ),
-    "idle_capacity": (
-        "executor slots sit idle much of the run",
-        "release idle executors sooner (dynamic allocation)",
-    ),
-    "gc_bound": (
-        "JVM garbage collection{in_stage} holds the run back",
-        "give the executors more memory per task",
-    ),
-    "spill": (
-        "tasks of {stage} spill to disk",
-        "give them more memory, or split the stage into more tasks",
-    ),
-    "moving_hotspot": (
-        "the hot partition of {stage}'s operator moves from run to run",
-        "salt its key, or partition by the lighter of two choices",
-    ),
-    "state_skew": (
-        "one state partition{partition} of {stage} holds most of the state",
-        "salt the state key, or re-partition it with a new checkpoint",
-    ),
-    "stream_backlog": (
-        "a streaming query falls behind its input",
-        "give it the cores or slots the hint names",
-    ),
-    "trigger_bound": (
-        "a streaming query's batches outlast its trigger interval",
-        "make its batches cheaper or its trigger longer",
-    ),
-    "failures": (
-        "tasks, executors or a job failed{in_stage}",
-        "fix the cause the hint names (exception, memory, lost executor)",
-    ),
+#: What a hint of each kind says holds the run back: a fact, true of every
+#: variant of its rule. What to change is the rule's own action, in the
+#: hint itself (a fixed remedy per kind here would contradict the rule
+#: where the facts picked another: no speculation on a local master, a
+#: file layout rather than a hot key). ``{stage}``, ``{executor}``,
+#: ``{partition}`` and ``{in_stage}`` name what the hint names.
+_PROBLEM: dict[str, str] = {
+    "straggler_executor": "executor {executor} runs its tasks slower than the others",
+    "straggler_task": "a slow task{partition} of {stage} holds its stage back",
+    "hotspot": "{partitions} of {stage} {have} far more data than the others",
+    "skew_unsplittable": "a skewed key{partition} of {stage} holds its stage back",
+    "parallelism": "{stage} has too few tasks for the slots it could use",
+    "over_partitioned": "{stage} runs many tiny tasks whose fixed costs dominate",
+    "scheduling_bound": "scheduling and deserializing short tasks of {stage} dominate",
+    "shuffle_bound": "fetching shuffle blocks{in_stage} holds the run back",
+    "driver_bound": "driver code between Spark jobs holds the run back",
+    "driver_phase": "the driver's own work before or between jobs holds the run back",
+    "idle_capacity": "executor slots sit idle much of the run",
+    "capacity_bound": "the jobs kept every executor slot busy: the run needs more",
+    "cold_start": "executors starting cold hold the jobs back",
+    "gc_bound": "JVM garbage collection{in_stage} holds the run back",
+    "spill": "tasks of {stage} spill to disk",
+    "re_read": "the same input is read and parsed again by several stages",
+    "moving_hotspot": "the hot partition of {stage}'s operator moves from run to run",
+    "state_skew": "one state partition{partition} of {stage} holds most of the state",
+    "stream_backlog": "a streaming query falls behind its input",
+    "trigger_bound": "a streaming query's batches outlast its trigger interval",
+    "failures": "tasks, executors or a job failed{in_stage}",
     "planning_bound": (
-        "a streaming query spends its triggers planning and tracking offsets",
-        "use fewer, larger batches",
+        "a streaming query spends its triggers planning and tracking offsets"
     ),
 }
 
@@ -139,24 +97,6 @@ _ACTIVITY_TEXT: dict[str, str] = {
     "control": "Messages between driver and executors",
     "data": "Data transfers",
 }
-
-
-def _duration(ns: float) -> str:
-    """A wall time for people: ``1.7 s``, ``2 min 5 s``, ``120 ms``.
-
-    >>> _duration(1.7e9), _duration(125e9), _duration(1.2e8), _duration(4e12)
-    ('1.7 s', '2 min 5 s', '120 ms', '1 h 6 min')
-    """
-    seconds = ns / 1e9
-    if seconds < 1:
-        return f"{ns / 1e6:.3g} ms"
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 def _plural(n: int, word: str) -> str:
@@ -255,7 +195,7 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
         span = None  # one window's span is not the run's
     if span is not None:
         so_far = " so far" if live and context.end_ns is None else ""
-        facts.append(("wall time", _duration(span) + so_far))
+        facts.append(("wall time", duration(span) + so_far))
     executors = _executors(context)
     if executors:
         facts.append(("executors", executors))
@@ -333,29 +273,34 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
 
 
 def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
+    """What the top hint says holds the run back and what its change saves;
+    what to change is the hint's own action, named, not restated."""
     kind = str(hint.get("kind"))
     stage_id = hint.get("stage_id")
     partition = hint.get("partition")
+    stage = _stage_name(summaries, stage_id)
     names = {
-        "stage": _stage_name(summaries, stage_id),
+        "stage": stage,
         "executor": str(hint.get("executor_id") or "?"),
         "partition": f" (partition {partition})" if partition is not None else "",
-        "in_stage": f" in {_stage_name(summaries, stage_id)}"
-        if stage_id is not None
-        else "",
+        "partitions": "a few partitions"
+        if partition is None
+        else f"partition {partition}",
+        "have": "have" if partition is None else "has",
+        "in_stage": f" in {stage}" if stage_id is not None else "",
     }
-    problem, first = _KIND_TEXT.get(
-        kind, (f"a {kind.replace('_', ' ')} finding", "see its action below")
+    problem = _PROBLEM.get(
+        kind, f"the {kind.replace('_', ' ')} hint holds the run back"
     )
     problem = problem.format(**names)
+    problem = f"{problem[0].upper()}{problem[1:]}"
     saving = saving_text(hint)
-    if share_of_saved(hint) == "slot_time":
-        gain = f", which frees {saving}" if saving else ""
-    elif share_of_saved(hint) in SHARE_ONLY:
-        gain = f" ({saving})" if saving else ""
-    else:
-        gain = f", which saves {saving}" if saving else ""
-    return f"{problem[0].upper()}{problem[1:]}: {first.format(**names)} first{gain}."
+    if not saving:
+        return f"{problem}: the first hint says what to change."
+    if share_of_saved(hint) in SHARE_ONLY:
+        return f"{problem} ({saving}): the first hint says what to change."
+    verb = "frees" if share_of_saved(hint) == "slot_time" else "saves"
+    return f"{problem}: the first hint's change {verb} {saving}."
 
 
 def _idle_text(summaries: Summaries, share: float) -> str | None:
@@ -389,9 +334,9 @@ def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
         head = _idle_text(summaries, share) or head
     time = job_time_ns(summaries.context)
     if jobs is not None and time is not None:
-        ran = f"the {_plural(jobs, 'job')} ran {_duration(time)}"
+        ran = f"the {_plural(jobs, 'job')} ran {duration(time)}"
         if jobs == 1:
-            ran = f"the one job ran {_duration(time)}"
+            ran = f"the one job ran {duration(time)}"
     elif jobs is not None:
         ran = f"the {_plural(jobs, 'job')} ran"
     else:
@@ -402,9 +347,11 @@ def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
 def verdict(
     summaries: Summaries, *, hints_known: bool = True, window: bool = False
 ) -> str:
-    """One sentence: what holds the run back and what to do first.
+    """One sentence: what holds the run back and what fixing it saves.
 
-    From the top shown hint (most severe first) with its predicted saving;
+    From the top shown hint (most severe first) with its predicted saving,
+    pointing at the hint for what to change (its rule's action, the one
+    voice on remedies);
     with no hint shown, what the critical path was mostly made of; with no
     Spark job (or no task) in the run, :data:`NO_JOB`. ``hints_known``
     False (a view without hints, e.g. the live dashboard's whole run) says

@@ -20,14 +20,39 @@
 
 Every engine finishes through
 :func:`sparktrail.summaries.summaries_from_partials`, so they give the same
-numbers on the same trace. Imports go one way: engines read ``pag`` and
-``summaries``; the dashboard and the CLI call engines.
+numbers on the same trace. Each name is imported on first use (the
+command line reads :mod:`.engine_choice` without polars). Imports go one
+way: engines read ``pag`` and ``summaries``; the dashboard and the CLI call
+engines.
 """
 
-from .batch import CHUNK_ROWS, Progress, summarize, window_chunks
-from .online import ClosedWindow, OnlinePipeline, TraceFileWarning
-from .profiler import Profile, profile
-from .store import SUMMARY_FRAMES, StoredWindow, WindowStore, store_dir
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sparktrail._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .batch import CHUNK_ROWS, Progress, summarize, window_chunks
+    from .online import ClosedWindow, OnlinePipeline, TraceFileWarning
+    from .profiler import Profile, profile
+    from .store import SUMMARY_FRAMES, StoredWindow, WindowStore, store_dir
+
+_OWNERS = {
+    **dict.fromkeys(
+        ("CHUNK_ROWS", "Progress", "summarize", "window_chunks"),
+        "sparktrail.engines.batch",
+    ),
+    **dict.fromkeys(
+        ("ClosedWindow", "OnlinePipeline", "TraceFileWarning"),
+        "sparktrail.engines.online",
+    ),
+    **dict.fromkeys(("Profile", "profile"), "sparktrail.engines.profiler"),
+    **dict.fromkeys(
+        ("SUMMARY_FRAMES", "StoredWindow", "WindowStore", "store_dir"),
+        "sparktrail.engines.store",
+    ),
+}
 
 __all__ = [
     "CHUNK_ROWS",
@@ -44,3 +69,5 @@ __all__ = [
     "summarize",
     "window_chunks",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _OWNERS, globals())

@@ -44,7 +44,6 @@ from sparktrail.summaries.result import HintOptions, Summaries
 
 __all__ = [
     "CHUNK_ROWS",
-    "MICRO_BATCHES",
     "Chunk",
     "Progress",
     "chunk_candidates",
@@ -59,9 +58,6 @@ __all__ = [
 
 #: Trace rows starting in one batch of windows.
 CHUNK_ROWS = 1_000_000
-#: The window length that asks for a window per streaming micro-batch
-#: (``--window batch``), wherever a window length is taken.
-MICRO_BATCHES = "batch"
 #: Column holding a candidate row's row in the whole trace.
 _ROW = "_sparktrail_trace_row"
 #: ``progress(batches_done, batches)`` after each batch.

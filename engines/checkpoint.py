@@ -18,7 +18,7 @@ from typing import Any
 
 from sparktrail.errors import InputError
 
-from .batch import MICRO_BATCHES
+from .engine_choice import MICRO_BATCHES
 from .watermark import open_from, watermark
 
 __all__ = ["PipelineCounters", "check_checkpoint", "windows_text"]

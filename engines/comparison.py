@@ -72,6 +72,7 @@ from sparktrail.pag.context import AppContext, local_cores
 from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries.frames import CP_NS, CP_TOTAL, HAS_PATHS
 from sparktrail.summaries.run_shares import windows_extent
+from sparktrail.units import duration, duration_s
 
 from .profiler import Profile
 
@@ -729,7 +730,7 @@ def applied_by(
     if kind == "driver_bound":
         old_s, new_s = _activity_s(before, "driver"), _activity_s(after, "driver")
         if new_s < old_s - max(NOISE_S, NOISE_SHARE * old_s):
-            return f"driver critical time {old_s:.1f} s → {new_s:.1f} s"
+            return f"driver critical time {duration_s(old_s)} → {duration_s(new_s)}"
     if kind in SKEW_KINDS and (fell := _hot_records_fell(hint, operator, after)):
         return fell
     if kind in SKEW_KINDS or kind == "straggler_task":
@@ -916,7 +917,8 @@ def _regressions(
                 if growth is None or math.isinf(growth)
                 else growth,
                 "cause": cause,
-                "detail": f"critical time {old:.1f} s → {new:.1f} s; {detail}",
+                "detail": f"critical time {duration_s(old)} → "
+                f"{duration_s(new)}; {detail}",
             }
         )
     known = {
@@ -941,7 +943,7 @@ def _regressions(
                 + (
                     ""
                     if predicted is None
-                    else f" (predicted saving {float(predicted) / NS:.1f} s)"
+                    else f" (predicted saving {duration(float(predicted))})"
                 ),
             }
         )

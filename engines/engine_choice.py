@@ -5,8 +5,10 @@ and ``sparktrail live`` (and ``serve``'s live loader) pick their engine with
 :func:`engine_for`: it checks the name against :data:`ENGINES` and the window
 against what the engine runs (micro-batch windows on polars only), and the
 :class:`Engine` it returns runs a saved trace (:meth:`Engine.summarize`) or
-follows a trace directory (:meth:`Engine.live`). The Spark engines are
-imported only when asked for: pyspark is an optional extra.
+follows a trace directory (:meth:`Engine.live`). The engines are
+imported only when asked for (pyspark is an optional extra), so that the
+command line's parsers read :data:`ENGINES` and :data:`MICRO_BATCHES`
+without loading polars.
 """
 
 from __future__ import annotations
@@ -17,19 +19,21 @@ from typing import TYPE_CHECKING, Any
 
 from sparktrail.errors import InputError
 
-from .batch import MICRO_BATCHES, Progress, summarize, summarize_micro_batches
-from .online import OnlinePipeline
-
 if TYPE_CHECKING:
     from sparktrail.pag.trace import TraceLike
     from sparktrail.summaries import HintOptions, Summaries
 
+    from .batch import Progress
+    from .online import OnlinePipeline
     from .spark_live import SparkLivePipeline
 
-__all__ = ["ENGINES", "Engine", "engine_for"]
+__all__ = ["ENGINES", "MICRO_BATCHES", "Engine", "engine_for"]
 
 #: The engines ``--engine`` names.
 ENGINES = ("polars", "spark")
+#: The window length that asks for a window per streaming micro-batch
+#: (``--window batch``), wherever a window length is taken.
+MICRO_BATCHES = "batch"
 
 
 def _spark_unavailable(err: ImportError) -> InputError:
@@ -52,6 +56,8 @@ class Engine:
         """The summaries of a saved trace (``progress(done, batches)``
         follows the polars engine's window batches; ``options`` are the
         hint thresholds, default :class:`HintOptions`)."""
+        from .batch import summarize, summarize_micro_batches
+
         if self.window_ns == MICRO_BATCHES:
             return summarize_micro_batches(trace, options, progress=progress)
         assert isinstance(self.window_ns, int)
@@ -67,6 +73,8 @@ class Engine:
         self, trace_dir: str | Path, lateness_ns: int, **options: Any
     ) -> OnlinePipeline | SparkLivePipeline:
         """The live pipeline following ``trace_dir`` (``options`` go to it)."""
+        from .online import OnlinePipeline
+
         if self.name == "polars":
             return OnlinePipeline(trace_dir, self.window_ns, lateness_ns, **options)
         assert isinstance(self.window_ns, int)
@@ -81,7 +89,7 @@ def engine_for(name: str, window_ns: int | str) -> Engine:
     """The engine ``name`` (one of :data:`ENGINES`) for windows of ``window_ns``.
 
     ``window_ns`` is a window length, or
-    :data:`~sparktrail.engines.batch.MICRO_BATCHES` for one window per
+    :data:`MICRO_BATCHES` for one window per
     streaming micro-batch (polars only).
 
     Raises

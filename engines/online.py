@@ -11,7 +11,7 @@ Assumptions
 * Windows are ``[k * window_ns, (k + 1) * window_ns)``: multiples of the
   window length since the Unix epoch, the windows
   :func:`~sparktrail.pag.critical_participation` uses by default.
-  With ``window_ns`` = :data:`~sparktrail.engines.batch.MICRO_BATCHES`
+  With ``window_ns`` = :data:`~sparktrail.engines.engine_choice.MICRO_BATCHES`
   (``--window batch``) they are a Structured Streaming query's
   micro-batches and the waits between them, as ``profile --window batch``
   cuts them (:func:`~sparktrail.engines.batch.micro_batch_bounds`): their
@@ -144,8 +144,9 @@ from sparktrail.summaries.finish import summaries_from_cp
 from sparktrail.summaries.result import HintOptions, Summaries
 from sparktrail.whatif import Replay
 
-from .batch import MICRO_BATCHES, trigger_times
+from .batch import trigger_times
 from .checkpoint import PipelineCounters, check_checkpoint
+from .engine_choice import MICRO_BATCHES
 from .open_rows import ROW, OpenRows, Part, WindowBuckets
 from .store import StoredWindow, WindowStore, store_dir
 from .threads import ONE_CORE_ROWS, background, one_core
@@ -193,7 +194,7 @@ class OnlinePipeline(PipelineCounters):
         Directory the trace files land in (need not exist yet).
     window_ns
         Window length in nanoseconds (> 0), or
-        :data:`~sparktrail.engines.batch.MICRO_BATCHES` for a window per
+        :data:`~sparktrail.engines.engine_choice.MICRO_BATCHES` for a window per
         streaming micro-batch (see "Assumptions").
     lateness_ns
         How far behind the latest event a row may still arrive (>= 0).

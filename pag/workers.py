@@ -25,7 +25,9 @@ __all__ = [
     "executor_of_column",
     "executor_of_name",
     "slot_of",
+    "worker_label",
     "worker_name",
+    "worker_text",
 ]
 
 
@@ -101,3 +103,36 @@ def slot_of(worker: str | None) -> tuple[str, int] | None:
     """
     found = None if worker is None else _SLOT.fullmatch(worker)
     return None if found is None else (found[1], int(found[2]))
+
+
+def worker_label(worker: str | None) -> str:
+    """How a worker is shown to a user (the data keep its name), on every
+    page and in the terminal.
+
+    ``exec-3/1`` is executor 3's core 1; the driver's own timeline is
+    ``driver``, and a slot of the executor inside the driver (local mode,
+    ``exec-driver/1``) is ``driver, core 1``.
+
+    >>> worker_label("exec-3/1"), worker_label("exec-driver/1")
+    ('executor 3, core 1', 'driver, core 1')
+    >>> worker_label("driver"), worker_label(None), worker_label("a")
+    ('driver', 'driver', 'a')
+    """
+    if worker is None:
+        return "driver"
+    slot = slot_of(worker)
+    if slot is None:
+        return worker
+    executor, core = slot
+    if executor == "driver":
+        return f"driver, core {core}"
+    return f"executor {executor}, core {core}"
+
+
+def worker_text(text: str) -> str:
+    """``text`` with every worker name in it shown by :func:`worker_label`.
+
+    >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
+    'move work off executor 2, core 0 (and driver, core 1)'
+    """
+    return SLOT_IN_TEXT.sub(lambda m: worker_label(m.group(0)), text)

@@ -17,7 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sparktrail.engines import Profile, profile, summarize
+    from sparktrail.dashboard.verdict import verdict
+    from sparktrail.engines import Profile, summarize
     from sparktrail.pag import (
         CycleError,
         SnapshotWarning,
@@ -27,18 +28,23 @@ if TYPE_CHECKING:
         load_trace,
         read_trace,
         snapshot_stats,
+        to_networkx,
         write_trace,
     )
+    from sparktrail.sources import profile
     from sparktrail.summaries import Summaries
+    from sparktrail.tracer import import_trace
 
 __version__ = "0.1.0"
 
 #: Each public name and the stage module that owns it.
 _OWNERS = {
     "summarize": "sparktrail.engines",
-    "profile": "sparktrail.engines",
+    "profile": "sparktrail.sources",
     "Profile": "sparktrail.engines",
     "Summaries": "sparktrail.summaries",
+    "import_trace": "sparktrail.tracer",
+    "verdict": "sparktrail.dashboard.verdict",
     **dict.fromkeys(
         (
             "CycleError",
@@ -49,6 +55,7 @@ _OWNERS = {
             "load_trace",
             "read_trace",
             "snapshot_stats",
+            "to_networkx",
             "write_trace",
         ),
         "sparktrail.pag",
@@ -64,11 +71,14 @@ __all__ = [
     "TraceError",
     "__version__",
     "critical_participation",
+    "import_trace",
     "load_trace",
     "profile",
     "read_trace",
     "snapshot_stats",
     "summarize",
+    "to_networkx",
+    "verdict",
     "write_trace",
 ]
 

@@ -45,7 +45,7 @@ from sparktrail.tracer.eventlog import (
 )
 from sparktrail.tracer.remote import RemotePath, log_name, log_path
 
-__all__ = ["APPS_DIR", "ENTRY_FILE", "FleetScan", "find_logs", "scan"]
+__all__ = ["APPS_DIR", "ENTRY_FILE", "NOT_A_LOG", "FleetScan", "find_logs", "scan"]
 
 #: The cache's folder of applications, and each one's record in it.
 APPS_DIR = "apps"
@@ -53,6 +53,10 @@ ENTRY_FILE = "entry.json"
 #: How deep :func:`find_logs` looks into folders that are not logs.
 MAX_DEPTH = 3
 ENTRY_FORMAT = 1
+
+
+#: A row's ``error_kind`` for a file with no Spark event in it.
+NOT_A_LOG = "not_a_log"
 
 
 @dataclass
@@ -72,6 +76,8 @@ class FleetScan:
         Logs whose cached row was kept (unchanged).
     failed
         Rows with an error.
+    skipped
+        Files that hold no Spark event: not applications, not in ``rows``.
     """
 
     rows: list[dict[str, Any]]
@@ -79,6 +85,7 @@ class FleetScan:
     profiled: int = 0
     reused: int = 0
     failed: int = 0
+    skipped: int = 0
     profiled_logs: list[str] = field(default_factory=list)
 
 
@@ -164,7 +171,9 @@ def profile_log(log: str, folder: str, window: int | str) -> dict[str, Any]:
     from sparktrail.dashboard.report import write_report
     from sparktrail.engines.profiler import REPORT_FILE, profile
     from sparktrail.errors import InputError
+    from sparktrail.sources import no_rows
     from sparktrail.tracer import import_trace
+    from sparktrail.tracer.eventlog import NotAnEventLog
 
     try:
         # What a log lacks shows in its report; a scan of hundreds of logs
@@ -173,12 +182,14 @@ def profile_log(log: str, folder: str, window: int | str) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             trace = import_trace(log, progress=False)
             if trace.frame.is_empty():
-                raise InputError(f"{log}: the trace holds no rows")
+                raise no_rows(log)
             result = profile(trace, window, name=log_name(log))
             result.save(folder)
             write_report(result, folder)
         report = f"{APPS_DIR}/{Path(folder).name}/{REPORT_FILE}"
         row = fleet_row(result, report)
+    except NotAnEventLog as err:
+        return _error_row(log, _one_line(err), NOT_A_LOG)
     except (InputError, OSError, UnicodeError) as err:
         return _error_row(log, _one_line(err), "input")
     except Exception as err:  # a bug on one log must not stop the scan
@@ -212,8 +223,9 @@ def _write_entry(folder: Path, entry: dict[str, Any]) -> None:
 
 def _error_row(log: str, message: str, kind: str) -> dict[str, Any]:
     """The row of a log that could not be profiled: every key, the log's
-    name, its error and whose the error is (``input``, ``internal``, or
-    ``worker``: the process died, retried on the next scan)."""
+    name, its error and whose the error is (``input``, ``internal``,
+    ``worker``: the process died, retried on the next scan; or
+    :data:`NOT_A_LOG`: no Spark event in it, skipped)."""
     from sparktrail.dashboard.fleet_page import ROW_KEYS
 
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
@@ -279,7 +291,11 @@ def scan(
             if on_log is not None:
                 on_log(uri, row)
     _prune(apps, {_folder_name(uri) for uri in rows})
-    ranked = rank_rows(list(rows.values()))
+    skipped = {uri for uri, row in rows.items() if row.get("error_kind") == NOT_A_LOG}
+    result.skipped = len(skipped)
+    result.profiled -= len(skipped & set(result.profiled_logs))
+    result.reused -= len(skipped - set(result.profiled_logs))
+    ranked = rank_rows([row for uri, row in rows.items() if uri not in skipped])
     result.rows = ranked
     result.failed = sum(1 for row in ranked if row.get("error"))
     result.page = write_fleet_page(ranked, out_dir, title=str(log_path(root)))

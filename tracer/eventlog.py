@@ -73,6 +73,7 @@ __all__ = [
     "EventLogReader",
     "EventLogWarning",
     "LogSource",
+    "NotAnEventLog",
     "SeveralLogsError",
     "codec_of",
     "decompressed_chunks",
@@ -145,6 +146,11 @@ LogPath = Path | RemotePath
 
 class EventLogError(InputError):
     """Nothing could be read from an event log; the message names the file."""
+
+
+class NotAnEventLog(EventLogError):
+    """The input holds no Spark listener event at all: it is not an event
+    log (a fleet scan skips it rather than counting a failed application)."""
 
 
 class SeveralLogsError(EventLogError):
@@ -578,6 +584,10 @@ class EventLogReader:
     lines: int = 0
     events_read: int = 0
     skipped_lines: int = 0
+    #: Lines before the first event read that mention an ``Event`` key:
+    #: none in a file of lines without an event means the file is no event
+    #: log at all, not a broken one.
+    event_like_lines: int = 0
     spark_version: str | None = None
     _states: dict[LogPath, _FileState] = field(default_factory=dict)
     #: Whether the last line of the log ends mid-event (a cut log).
@@ -681,6 +691,8 @@ class EventLogReader:
         self, line: bytes, path: LogPath, lineno: int, last: bool = False
     ) -> dict[str, Any] | None:
         self.lines += 1
+        if not self.events_read and b"Event" in line:  # only until one is read
+            self.event_like_lines += 1
         name = None
         if line.startswith(_PREFIX):
             end = line.find(b'"', len(_PREFIX))

@@ -18,14 +18,10 @@ another Spark version.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import os
 import re
 import shutil
-import subprocess
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +143,8 @@ def _run_javac(javac: Path, jars: Path, out: Path) -> None:
         str(out),
         str(SOURCE),
     ]
+    import subprocess  # not at import: the command line's parsers read this module
+
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(
@@ -176,6 +174,8 @@ def listener_classes(spark_version: str | None = None) -> Path:
     RuntimeError
         If ``javac`` fails (its output is in the message).
     """
+    import hashlib
+
     version = spark_version or _spark_version()
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
     target = cache_root() / "listener" / f"{version}-{digest}"
@@ -281,10 +281,10 @@ def build_listener_jar(path: str | os.PathLike[str]) -> ListenerJar:
     RuntimeError
         If there are no Spark jars or ``javac`` fails.
     """
-    try:
-        version = importlib.metadata.version("sparktrail")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
+    import zipfile
+
+    from sparktrail import __version__ as version
+
     target = Path(path).expanduser().resolve()
     if target.is_dir():
         target = target / JAR_NAME

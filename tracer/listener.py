@@ -501,7 +501,7 @@ def follow_main(argv: list[str] | None = None) -> int:
     the parent process is gone, or SIGINT), and prints its
     :class:`~sparktrail.tracer.ImportStats` as one JSON line.
     """
-    from . import follow_eventlog
+    from .importer import follow_eventlog
 
     parser = argparse.ArgumentParser(prog="sparktrail-follow")
     parser.add_argument("log_dir", type=Path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sparktrail.engines.batch import MICRO_BATCHES
+from sparktrail.engines.engine_choice import MICRO_BATCHES
 
 from ._units import parse_duration_ns, parse_lateness_ns
 

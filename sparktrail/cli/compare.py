@@ -23,37 +23,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import polars as pl
-
-from sparktrail.dashboard.compare_report import (
-    comparison_verdict,
-    short_label,
-    write_compare_report,
-    write_series_report,
-)
-from sparktrail.engines.comparison import Comparison, compare
-from sparktrail.engines.profiler import (
-    META_FILE,
-    SUMMARIES_DIR,
-    Profile,
-    profile,
-)
-from sparktrail.engines.series import RunSeries, run_series, start_text
 from sparktrail.errors import InputError
-from sparktrail.pag.trace import trace_files
-from sparktrail.tracer.eventlog import EventLogError, resolve
+from sparktrail.sources import is_profile_folder, open_profile
+from sparktrail.units import duration_s
 
 from ._options import add_window
-from .profile import load_input
+
+if TYPE_CHECKING:
+    from sparktrail.engines.comparison import Comparison
+    from sparktrail.engines.series import RunSeries
 
 __all__ = [
-    "load_profile",
     "print_comparison",
     "print_series",
     "register",
@@ -111,30 +96,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _is_profile(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / META_FILE).is_file() or (path / SUMMARIES_DIR).is_dir()
-    )
-
-
-def load_profile(path: Path, window_ns: int) -> Profile:
-    """``path`` as a profile: a profile folder loaded, else a trace or event
-    log profiled with ``window_ns`` windows.
-
-    Raises
-    ------
-    FileNotFoundError, InputError
-        If ``path`` is missing, a folder that is not a profile's, or
-        neither a trace nor an event log.
-    """
-    if _is_profile(path):
-        return Profile.load(path)
-    trace, _ = load_input(path)
-    if trace.frame.is_empty():
-        raise InputError(f"{path}: the trace holds no rows")
-    return profile(trace, window_ns, name=path.name)
-
-
 def _row(op: str, before: float, after: float, delta: float, records: str) -> str:
     return f"  {before:9.2f} {after:9.2f} {delta:+9.2f}  {records:>23}  {op}"
 
@@ -152,6 +113,8 @@ def _setting(value: str | None) -> str:
 
 def print_comparison(c: Comparison, out: TextIO) -> None:
     """The verdict, then the operators, settings, hints and regressions."""
+    from sparktrail.dashboard.compare_report import comparison_verdict, short_label
+
     print(f"Verdict: {comparison_verdict(c)}", file=out)
     for warning in c.warnings:
         print(f"Warning: {warning}", file=out)
@@ -197,9 +160,9 @@ def print_comparison(c: Comparison, out: TextIO) -> None:
         print("\nHints of BEFORE, checked in AFTER:", file=out)
         for r in c.hints.iter_rows(named=True):
             predicted = r["predicted_saving_s"]
-            said = "–" if predicted is None else f"{predicted:.2f} s"
+            said = duration_s(predicted)
             measured = r["measured_saving_s"]
-            got = "" if measured is None else f", measured {measured:.2f} s"
+            got = "" if measured is None else f", measured {duration_s(measured)}"
             where = f" on {short_label(r['operator'], 50)}" if r["operator"] else ""
             how = f" ({r['how']})" if r["how"] else ""
             print(
@@ -222,13 +185,16 @@ def series_inputs(folder: Path) -> list[Path]:
     FileNotFoundError, InputError
         If ``folder`` is missing, not a folder, or itself one run.
     """
+    from sparktrail.pag.trace import trace_files
+    from sparktrail.tracer.eventlog import EventLogError, resolve
+
     if not folder.exists():
         raise FileNotFoundError(f"{folder}: no such folder of runs")
     one_run = (
         f"{folder}: one run; give BEFORE AFTER, or one folder holding a run "
         "per entry (event logs, traces or profile folders)"
     )
-    if not folder.is_dir() or _is_profile(folder) or trace_files(folder):
+    if not folder.is_dir() or is_profile_folder(folder) or trace_files(folder):
         raise InputError(one_run)
     try:
         resolve(folder)
@@ -245,9 +211,11 @@ def series_inputs(folder: Path) -> list[Path]:
 
 def load_series(folder: Path, window_ns: int) -> RunSeries:
     """Each run of ``folder`` profiled once (named by its entry), in series."""
+    from sparktrail.engines.series import run_series
+
     runs = []
     for path in series_inputs(folder):
-        found = load_profile(path, window_ns)
+        found = open_profile(path, window_ns)
         runs.append(replace(found, name=path.name))
     if len(runs) < 2:
         raise InputError(f"{folder}: {len(runs)} run(s); a series needs at least two")
@@ -256,6 +224,11 @@ def load_series(folder: Path, window_ns: int) -> RunSeries:
 
 def print_series(s: RunSeries, out: TextIO) -> None:
     """The runs, each operator's critical seconds per run, the regressions."""
+    import polars as pl
+
+    from sparktrail.dashboard.compare_report import short_label
+    from sparktrail.engines.series import start_text
+
     for warning in s.warnings:
         print(f"Warning: {warning}", file=out)
     print(f"{len(s.runs)} runs by start time:", file=out)
@@ -263,7 +236,7 @@ def print_series(s: RunSeries, out: TextIO) -> None:
         start = start_text(r["start_ns"]) or "start unknown"
         print(
             f"  #{i} {r['run']}  {r['app_id'] or '–'}  {start}  "
-            f"wall {r['wall_s']:.2f} s",
+            f"wall {duration_s(r['wall_s'])}",
             file=out,
         )
     print(
@@ -299,16 +272,20 @@ def print_series(s: RunSeries, out: TextIO) -> None:
         print(
             f"  from #{i + 1} {r['regression_from']}: "
             f"{short_label(str(r['operator']), 60)}: "
-            f"median {_median_text(before)} before, {seconds[i]:.2f} s then",
+            f"median {_median_text(before)} before, {duration_s(seconds[i])} then",
             file=out,
         )
 
 
 def _median_text(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} s"
+    import statistics
+
+    return duration_s(statistics.median(values))
 
 
 def _run_series(args: argparse.Namespace) -> int:
+    from sparktrail.dashboard.compare_report import write_series_report
+
     series = load_series(args.before, args.window)
     out = sys.stderr if args.json else sys.stdout
     print_series(series, out)
@@ -327,12 +304,15 @@ def _run_series(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Compare ``args.before`` with ``args.after`` (or the runs of the folder
     ``args.before``); returns the exit code."""
+    from sparktrail.dashboard.compare_report import write_compare_report
+    from sparktrail.engines.comparison import compare
+
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
     if args.after is None:
         return _run_series(args)
-    before = load_profile(args.before, args.window)
-    after = load_profile(args.after, args.window)
+    before = open_profile(args.before, args.window)
+    after = open_profile(args.after, args.window)
     result = compare(before, after)
     out = sys.stderr if args.json else sys.stdout
     print_comparison(result, out)

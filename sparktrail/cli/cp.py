@@ -8,18 +8,16 @@ CP is charged to the worker that receives it.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from sparktrail.engines import summarize
-from sparktrail.errors import InputError
-from sparktrail.pag import read_trace
-from sparktrail.pag.chunk_cp import trace_extent
-from sparktrail.summaries import Summaries
-from sparktrail.summaries.frames import CP_SHARE
+from sparktrail.sources import no_rows
 
 from ._units import parse_duration_ns
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from sparktrail.summaries import Summaries
 
 #: Tables printed by :func:`report`: (summary frame, label column, heading).
 TABLES = (
@@ -52,9 +50,12 @@ def whole_trace_window(trace: pl.DataFrame) -> tuple[int, int]:
     from its first to its last event (:func:`~sparktrail.pag.chunk_cp.trace_extent`,
     the extent the pag gives a trace's paths).
 
+    >>> import polars as pl
     >>> whole_trace_window(pl.DataFrame({"start_ns": [5, 2], "end_ns": [9, 1]}))
     (1, 8)
     """
+    from sparktrail.pag.chunk_cp import trace_extent
+
     first, last = trace_extent(trace)
     return first, max(last - first, 1)
 
@@ -62,12 +63,15 @@ def whole_trace_window(trace: pl.DataFrame) -> tuple[int, int]:
 def shares(summaries: Summaries, frame: str, label: str) -> pl.DataFrame:
     """``label, cp_share`` of one summary frame, largest share first.
 
+    >>> import polars as pl
     >>> from sparktrail.engines import summarize
     >>> t = pl.DataFrame({"src_worker": ["a", "a"], "dst_worker": ["a", "b"],
     ...     "start_ns": [0, 4], "end_ns": [4, 6], "activity": ["gc", "data"]})
     >>> shares(summarize(t, 6), "straggler", "worker").rows()
     [('a', 0.6666666666666666), ('b', 0.3333333333333333)]
     """
+    from sparktrail.summaries.frames import CP_SHARE
+
     table: pl.DataFrame = getattr(summaries, frame)
     return (
         table.select(label, CP_SHARE)
@@ -80,8 +84,11 @@ def report(
     trace: pl.DataFrame, name: str, window: int | str | None = None, top: int = 10
 ) -> int:
     """Print the CP shares of ``trace`` by activity, worker and stage."""
+    from sparktrail.engines import summarize
+    from sparktrail.pag.workers import worker_label
+
     if trace.is_empty():
-        raise InputError(f"{name}: the trace holds no rows")
+        raise no_rows(name)
     if isinstance(window, str):
         window = parse_duration_ns(window)
     if window is None:
@@ -94,9 +101,12 @@ def report(
     for frame, label, heading in TABLES:
         print(f"\nCP by {heading}:")
         for value, share in shares(summaries, frame, label).head(top).iter_rows():
-            print(f"  {value!s:<40} {share:7.1%}")
+            shown = worker_label(value) if label == "worker" else str(value)
+            print(f"  {shown:<40} {share:7.1%}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from sparktrail.pag import read_trace
+
     return report(read_trace(args.trace), args.trace, args.window, args.top)

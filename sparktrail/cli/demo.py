@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparktrail.pag import read_trace
-
 from ._options import add_lateness, add_server, add_window
 
 
@@ -67,6 +65,7 @@ def _session(master: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sparktrail.pag import read_trace
     from sparktrail.tracer import attach, detach
 
     out = Path(args.out)

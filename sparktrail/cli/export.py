@@ -26,26 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparktrail.dashboard.trace_export import (
-    CRITICAL_THRESHOLD,
-    CriticalRows,
-    profile_window,
-    time_range,
-    whole_trace,
-    write_chrome_trace,
-)
-from sparktrail.engines.profiler import META_FILE, SUMMARIES_DIR, Profile
 from sparktrail.errors import InputError
-from sparktrail.pag.chunk_cp import trace_extent
-from sparktrail.pag.trace import Trace
+from sparktrail.sources import is_profile_folder, open_trace
 
 from ._units import parse_duration_ns
-from .profile import load_input
+
+if TYPE_CHECKING:
+    from sparktrail.dashboard.trace_export import CriticalRows
+    from sparktrail.pag.trace import Trace
 
 __all__ = ["FORMATS", "TRACES_PATH", "parse_window", "post_otlp", "register", "run"]
 
@@ -91,11 +82,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--critical",
         type=float,
-        default=CRITICAL_THRESHOLD,
+        default=None,
         metavar="FRACTION",
         help=(
             "mark a slice critical when at least this fraction of its "
-            f"window's critical paths run through it (default: {CRITICAL_THRESHOLD})"
+            "window's critical paths run through it (default: half of them)"
         ),
     )
     parser.add_argument(
@@ -134,14 +125,11 @@ def parse_window(text: str) -> Window:
     return start, end
 
 
-def _is_profile(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / SUMMARIES_DIR).is_dir() or (path / META_FILE).is_file()
-    )
-
-
 def _rows(path: Path, window: Window) -> CriticalRows:
-    if _is_profile(path):
+    from sparktrail.dashboard.trace_export import profile_window, whole_trace
+    from sparktrail.engines.profiler import Profile
+
+    if is_profile_folder(path):
         if window != parse_window(DEFAULT_WINDOW):
             print(
                 f"sparktrail: {path} is a profile folder: exporting its most "
@@ -149,7 +137,7 @@ def _rows(path: Path, window: Window) -> CriticalRows:
                 file=sys.stderr,
             )
         return profile_window(Profile.load(path))
-    trace, _ = load_input(path)
+    trace, _ = open_trace(path)
     name = path.resolve().name
     if isinstance(window, int):
         return whole_trace(trace, window, name)
@@ -159,6 +147,9 @@ def _rows(path: Path, window: Window) -> CriticalRows:
 def _range(
     trace: Trace, window: tuple[int | None, int | None], name: str
 ) -> CriticalRows:
+    from sparktrail.dashboard.trace_export import time_range
+    from sparktrail.pag.chunk_cp import trace_extent
+
     frame = trace.frame
     first, last = trace_extent(frame) if len(frame) else (0, 0)
     start = first + (window[0] or 0)
@@ -175,6 +166,9 @@ def post_otlp(url: str, body: bytes) -> str:
     InputError
         Naming the address when it cannot be reached or refuses the spans.
     """
+    import urllib.error
+    import urllib.request
+
     target = url.rstrip("/")
     if not target.endswith(TRACES_PATH):
         target += TRACES_PATH
@@ -199,6 +193,10 @@ def post_otlp(url: str, body: bytes) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Export INPUT; 0 on success (errors are raised, cli/__init__ maps them)."""
+    from sparktrail.dashboard.trace_export import CRITICAL_THRESHOLD, write_chrome_trace
+
+    if args.critical is None:
+        args.critical = CRITICAL_THRESHOLD
     if not 0.0 <= args.critical <= 1.0:
         raise InputError(f"--critical {args.critical}: expected a fraction in [0, 1]")
     if args.endpoint and args.format != "otlp":

@@ -11,18 +11,19 @@ ranked by what its top hint saves, each linking to its report
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparktrail.dashboard.fleet_page import FLEET_PAGE, ROW_KEYS
-from sparktrail.fleet import APPS_DIR, FleetScan, scan
+from sparktrail.errors import InputError
 from sparktrail.tracer.remote import log_arg, log_name
 
 from ._options import add_server, add_window, output_for
+
+if TYPE_CHECKING:
+    from sparktrail.fleet import FleetScan
 
 __all__ = ["register", "routes", "rows_json", "run"]
 
@@ -73,6 +74,8 @@ def register(subparsers: Any) -> None:
 
 def rows_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows in the ``--json`` contract's order (then ``log``, ``error``)."""
+    from sparktrail.dashboard.fleet_page import ROW_KEYS
+
     return [
         {
             **{k: row.get(k) for k in ROW_KEYS},
@@ -85,6 +88,9 @@ def rows_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def routes(result: FleetScan, out: Path) -> dict[str, Path]:
     """The URL paths the server answers: the page and each report."""
+    from sparktrail.dashboard.fleet_page import FLEET_PAGE
+    from sparktrail.fleet import APPS_DIR
+
     table = {"/": out / FLEET_PAGE, f"/{FLEET_PAGE}": out / FLEET_PAGE}
     for row in result.rows:
         report = row.get("report")
@@ -94,16 +100,21 @@ def routes(result: FleetScan, out: Path) -> dict[str, Path]:
 
 
 def _print_scan(result: FleetScan) -> None:
+    skipped = (
+        f"; {result.skipped} file(s) skipped: not event logs" if result.skipped else ""
+    )
     print(
-        f"{len(result.rows)} applications: {result.profiled} profiled, "
-        f"{result.reused} unchanged, {result.failed} could not be profiled "
-        f"-> {result.page}",
+        f"{len(result.rows)} applications: {result.profiled} "
+        f"profiled, {result.reused} unchanged, {result.failed} could not be "
+        f"profiled{skipped} -> {result.page}",
         file=sys.stderr,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Scan ``args.logdir`` into ``args.output``; returns the exit code."""
+    from sparktrail.fleet import scan
+
     if args.jobs < 1:
         raise ValueError("--jobs must be at least 1")
     local = args.logdir if isinstance(args.logdir, Path) else None
@@ -112,6 +123,15 @@ def run(args: argparse.Namespace) -> int:
     )
     result = scan(args.logdir, args.output, jobs=args.jobs, window=args.window)
     _print_scan(result)
+    if not result.rows and not args.serve:
+        raise InputError(
+            f"{args.logdir}: no Spark event log in it"
+            + (
+                f" ({result.skipped} file(s) are not event logs)"
+                if result.skipped
+                else ""
+            )
+        )
     if args.json:
         json.dump(rows_json(result.rows), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -122,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, first: FleetScan) -> None:
     """Serve the page and the reports (only those paths) and re-scan."""
+    import http.server
+
+    from sparktrail.fleet import scan
+
     table = {"routes": routes(first, args.output)}
     stop = threading.Event()
 

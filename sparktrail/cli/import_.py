@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sparktrail.pag.trace import write_trace
-from sparktrail.tracer import ImportStats, follow_eventlog, import_trace, trace_name
 from sparktrail.tracer.remote import log_arg, log_name
 
 from ._options import add_output, output_for
@@ -46,6 +44,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import ``args.eventlog`` into ``args.output``; print a one-line summary."""
+    from sparktrail.pag.trace import write_trace
+    from sparktrail.tracer import ImportStats, follow_eventlog, import_trace, trace_name
+
     local = args.eventlog if isinstance(args.eventlog, Path) else None
     args.output = output_for(
         local or Path(log_name(args.eventlog)), args.output, "trace"

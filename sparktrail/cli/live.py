@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparktrail.engines.engine_choice import ENGINES, engine_for
-from sparktrail.engines.online import ClosedWindow, OnlinePipeline
 from sparktrail.errors import InputError
 
 from ._options import add_lateness, add_window
+
+if TYPE_CHECKING:
+    from sparktrail.engines.online import ClosedWindow, OnlinePipeline
 
 if TYPE_CHECKING:  # imported on demand below: pyspark is optional
     from sparktrail.engines.spark_live import SparkLivePipeline
@@ -125,6 +127,8 @@ def _pipeline(args: argparse.Namespace) -> OnlinePipeline | SparkLivePipeline:
 
 def run(args: argparse.Namespace) -> int:
     """Run the online pipeline on ``args.trace_dir``; returns the exit code."""
+    from sparktrail.engines.online import OnlinePipeline
+
     if args.final and not args.once:
         raise InputError("--final needs --once (a live run never knows the end)")
     pipeline = _pipeline(args)

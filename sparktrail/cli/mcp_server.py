@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import logging
 import shlex
 import threading
 from collections import OrderedDict
@@ -46,29 +45,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import polars as pl
-
-from sparktrail.dashboard.report import window_text
-from sparktrail.dashboard.verdict import header_line, verdict
-from sparktrail.engines.batch import MICRO_BATCHES
-from sparktrail.engines.comparison import compare
-from sparktrail.engines.profiler import META_FILE, SUMMARIES_DIR, Profile, profile
+from sparktrail.engines.engine_choice import MICRO_BATCHES
 from sparktrail.errors import InputError, SparktrailError
-from sparktrail.pag.trace import Trace
-from sparktrail.summaries.frames import CP_NS, CP_SHARE, FAIR_SHARE, HAS_PATHS, RATIO
-from sparktrail.whatif import (
-    Change,
-    Replay,
-    SplitPartition,
-    executor_table,
-    predict,
+from sparktrail.sources import (
+    EXPECTED,
+    is_profile_folder,
+    no_rows,
+    open_profile,
+    open_trace,
 )
-from sparktrail.whatif.contention import measured_split
 
-from . import whatif as whatif_cli
 from ._units import parse_duration_ns
-from .compare import load_profile
-from .profile import EXPECTED, hints_json, load_input
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from sparktrail.engines.profiler import Profile
+    from sparktrail.pag.trace import Trace
+    from sparktrail.whatif import Change, Replay
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -100,7 +94,6 @@ INSTRUCTIONS = (
 )
 
 T = TypeVar("T")
-LOG = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -146,12 +139,6 @@ def _signature(path: Path) -> tuple[str, int, int]:
     return str(path.resolve()), stat.st_mtime_ns, stat.st_size
 
 
-def _is_profile(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / META_FILE).is_file() or (path / SUMMARIES_DIR).is_dir()
-    )
-
-
 def _dumps(value: Any) -> str:
     """JSON as the command line writes it (``json.dump(..., indent=2)``)."""
     return json.dumps(value, indent=2, default=str)
@@ -189,18 +176,21 @@ class Tools:
 
     def trace(self, log: str) -> Trace:
         """The trace of ``log`` (read or imported once per version)."""
+
         path = Path(log).expanduser()
-        return self._memo(("trace", _signature(path)), lambda: load_input(path)[0])
+        return self._memo(("trace", _signature(path)), lambda: open_trace(path)[0])
 
     def profile_of(self, log: str, window: str = "1s") -> Profile:
         """The profile of ``log`` with ``window`` windows (as ``profile`` makes)."""
+        from sparktrail.engines.profiler import profile
+
         path = Path(log).expanduser()
         window_ns = _window(window)
 
         def make() -> Profile:
             trace = self.trace(log)
             if trace.frame.is_empty():
-                raise InputError(f"{path}: the trace holds no rows")
+                raise no_rows(path)
             self.profiled += 1
             return profile(trace, window_ns, name=path.name)
 
@@ -208,6 +198,8 @@ class Tools:
 
     def replay(self, log: str) -> Replay:
         """The what-if replay of ``log``."""
+        from sparktrail.whatif import Replay
+
         path = Path(log).expanduser()
         return self._memo(
             ("replay", _signature(path)), lambda: Replay.of(self.trace(log))
@@ -217,6 +209,18 @@ class Tools:
 
     def profile(self, log: str, window: str = "1s") -> str:
         """What ran, the verdict, where the critical path went, the hints."""
+        from sparktrail.dashboard.report import window_text
+        from sparktrail.dashboard.verdict import header_line, verdict
+        from sparktrail.summaries.frames import (
+            CP_NS,
+            CP_SHARE,
+            FAIR_SHARE,
+            HAS_PATHS,
+            RATIO,
+        )
+
+        from .profile import hints_json
+
         result = self.profile_of(log, window)
         summaries = result.summaries
         windows = summaries.windows
@@ -242,11 +246,16 @@ class Tools:
 
     def hints(self, log: str, window: str = "1s") -> str:
         """``sparktrail profile --json``: every hint."""
+        from .profile import hints_json
+
         return _dumps(hints_json(self.profile_of(log, window).hints))
 
     def whatif(self, log: str, change: str) -> str:
         """``sparktrail whatif``'s prediction for one change (or, with none,
         the replay's error and the executor table)."""
+        from sparktrail.whatif import SplitPartition, executor_table, predict
+        from sparktrail.whatif.contention import measured_split
+
         made = parse_change(change)  # a bad change fails before the log is read
         replay = self.replay(log)
         if isinstance(made, SplitPartition):
@@ -271,18 +280,25 @@ class Tools:
 
     def compare(self, a: str, b: str, window: str = "1s") -> str:
         """``sparktrail compare A B --json``."""
+        from sparktrail.engines.comparison import compare
+
         before, after = (self._comparable(p, window) for p in (a, b))
         return _dumps(compare(before, after).to_json())
 
     def _comparable(self, log: str, window: str) -> Profile:
+
         path = Path(log).expanduser()
         window_ns = parse_duration_ns(window)
-        if _is_profile(path):
-            return load_profile(path, window_ns)
+        if is_profile_folder(path):
+            return open_profile(path, window_ns)
         return self.profile_of(log, window)
 
     def stage(self, log: str, stage_id: int, window: str = "1s") -> str:
         """One stage: its row of the stage table, its operator, its hints."""
+        import polars as pl
+
+        from .profile import hints_json
+
         result = self.profile_of(log, window)
         summaries = result.summaries
         stages = summaries.stages
@@ -329,6 +345,8 @@ def parse_change(text: str) -> Change | None:
     ...
     sparktrail.errors.InputError: unrecognized arguments: --fewer
     """
+    from . import whatif as whatif_cli
+
     words = shlex.split(text)
     if not words:
         return None
@@ -342,6 +360,8 @@ def parse_change(text: str) -> Change | None:
 def _answer(call: Callable[[], str]) -> Any:
     """A tool's result: ``call()``'s JSON, or its error as the command line's
     one line (``is_error``; the SDK would prefix a raised error's text)."""
+    import logging
+
     from mcp.types import CallToolResult, TextContent
 
     try:
@@ -349,7 +369,7 @@ def _answer(call: Callable[[], str]) -> Any:
     except BAD_INPUT as err:
         text, failed = f"sparktrail: error: {err}", True
     except Exception as err:  # an agent gets a line, never a traceback
-        LOG.exception("sparktrail mcp: a tool failed")
+        logging.getLogger(__name__).exception("sparktrail mcp: a tool failed")
         text, failed = f"sparktrail: error: {type(err).__name__}: {err}", True
     return CallToolResult(
         content=[TextContent(type="text", text=text)], is_error=failed

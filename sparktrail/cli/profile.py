@@ -15,36 +15,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import polars as pl
-
-from sparktrail.dashboard.figures import SHARE_ONLY, saving_text
-from sparktrail.dashboard.report import window_text, write_report
-from sparktrail.dashboard.verdict import header_line, verdict
 from sparktrail.engines.engine_choice import ENGINES
-from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR, Profile, profile
-from sparktrail.errors import InputError
-from sparktrail.pag.trace import TRACE_SUFFIX, Trace, load_trace, trace_files
-from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
-from sparktrail.summaries.hints import integrity_notes, share_of_saved, shown_hints
-from sparktrail.summaries.hints.hint import SHOWN_SHARE
-from sparktrail.tracer import EventLogError, EventLogWarning, import_trace
-from sparktrail.tracer.eventlog import SeveralLogsError
-from sparktrail.tracer.remote import is_uri, log_arg, log_name
+from sparktrail.sources import no_rows, open_trace
+from sparktrail.tracer.remote import log_arg, log_name
 
 from ._options import add_output, add_window, output_for
 
-__all__ = ["hints_json", "load_input", "print_summary", "register", "run"]
+if TYPE_CHECKING:
+    import polars as pl
 
-#: What INPUT may be, for error messages.
-EXPECTED = "expected a trace (*.arrow file or directory) or a Spark event log"
-#: The first bytes of an Arrow IPC file.
-ARROW_MAGIC = b"ARROW1"
+    from sparktrail.engines.profiler import Profile
+
+__all__ = ["hints_json", "print_summary", "register", "run"]
+
 STEPS = 3
 
 
@@ -82,78 +70,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _is_arrow(path: Path) -> bool:
-    if path.suffix == TRACE_SUFFIX:
-        return True
-    with path.open("rb") as handle:
-        return handle.read(len(ARROW_MAGIC)) == ARROW_MAGIC
-
-
-def _import(path: Path | str) -> Trace:
-    try:
-        with warnings.catch_warnings():
-            # a file that is not an event log warns once per line
-            warnings.simplefilter("ignore", EventLogWarning)
-            return import_trace(path, progress=False)
-    except SeveralLogsError as err:
-        raise InputError(str(err)) from err  # it lists the logs to pick from
-    except EventLogError as err:
-        reason = str(err).removeprefix(f"{path}: ")
-        raise InputError(
-            f"{path}: neither a trace (*.arrow) nor a Spark event log: {reason}"
-        ) from err
-    except UnicodeError as err:
-        raise InputError(
-            f"{path}: neither a trace (*.arrow) nor a Spark event log: {err}"
-        ) from err
-
-
-def load_input(path: Path | str) -> tuple[Trace, str]:
-    """Read ``path`` as a trace, or import it as an event log (a URI is an
-    event log, read through fsspec).
-
-    Returns
-    -------
-    tuple
-        The trace (validated, with its context) and what ``path`` was:
-        ``"trace"`` or ``"event log"``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` does not exist.
-    ValueError
-        If it is empty, or neither a trace nor an event log (the message
-        names the path and what was expected), or a directory of several
-        event logs (the message lists them).
-    """
-    if isinstance(path, str) and is_uri(path):
-        return _import(path), "event log"
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory; {EXPECTED}")
-    if path.is_dir():
-        if not any(path.iterdir()):
-            raise InputError(f"{path}: empty directory; {EXPECTED}")
-        if trace_files(path):
-            return load_trace(path), "trace"
-        raw = path / "raw"
-        if raw.is_dir():
-            # a trace directory holding only the listener's raw log (a driver
-            # without sparktrail's Python: `sparktrail listener-jar`)
-            logs = sorted(raw.glob("eventlog_v2_*"))
-            return _import(logs[0] if len(logs) == 1 else raw), "event log"
-        return _import(path), "event log"
-    if path.stat().st_size == 0:
-        raise InputError(f"{path}: empty file; {EXPECTED}")
-    if _is_arrow(path):
-        return load_trace(path), "trace"
-    return _import(path), "event log"
-
-
 def hints_json(hints: pl.DataFrame) -> list[dict[str, Any]]:
     """The hints as JSON-ready dicts; ``evidence`` decoded into an object.
 
+    >>> import polars as pl
     >>> h = pl.DataFrame({"kind": ["driver_bound"], "evidence": ['{"share": 0.9}']})
     >>> hints_json(h)
     [{'kind': 'driver_bound', 'evidence': {'share': 0.9}}]
@@ -211,6 +131,15 @@ def _pct(value: Any) -> str:
 def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> None:
     """The terminal summary of ``profile``: what ran and the verdict, then
     top operators, workers vs fair share, the hints."""
+    from sparktrail.dashboard.figures import SHARE_ONLY, saving_text
+    from sparktrail.dashboard.report import window_text
+    from sparktrail.dashboard.verdict import header_line, verdict
+    from sparktrail.engines.profiler import REPORT_FILE, SUMMARIES_DIR
+    from sparktrail.pag.workers import worker_label, worker_text
+    from sparktrail.summaries.frames import CP_SHARE, FAIR_SHARE, HAS_PATHS
+    from sparktrail.summaries.hints import integrity_notes, share_of_saved, shown_hints
+    from sparktrail.summaries.hints.hint import SHOWN_SHARE
+
     summaries, name, rows = profile.summaries, profile.name, profile.rows
     windows = summaries.windows
     paths = int(windows[HAS_PATHS].sum()) if len(windows) else 0
@@ -235,7 +164,7 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     for worker, share, fair in (
         summaries.straggler.head(top).select("worker", CP_SHARE, FAIR_SHARE).iter_rows()
     ):
-        print(f"  {_pct(share)} vs {_pct(fair)}  {worker}", file=out)
+        print(f"  {_pct(share)} vs {_pct(fair)}  {worker_label(worker)}", file=out)
     hints = shown_hints(summaries.hints)
     print(f"\nHints ({len(hints)}):", file=out)
     for row in hints.iter_rows(named=True):
@@ -243,7 +172,8 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
         # A share of the input or the trigger is no time saved: said as is.
         verb = "" if share_of_saved(row) in SHARE_ONLY else "saves "
         saves = f", {verb}{saving}" if saving else ""
-        print(f"  [{row['severity']}] {row['kind']}{saves}: {row['action']}", file=out)
+        action = worker_text(row["action"])
+        print(f"  [{row['severity']}] {row['kind']}{saves}: {action}", file=out)
     small = len(summaries.hints) - len(hints) - (1 if notes else 0)
     if hints.is_empty():
         print("  none: no rule's numbers crossed its threshold", file=out)
@@ -259,6 +189,9 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
 
 def run(args: argparse.Namespace) -> int:
     """Profile ``args.input`` into ``args.output``; returns the exit code."""
+    from sparktrail.dashboard.report import write_report
+    from sparktrail.engines.profiler import profile
+
     local = args.input if isinstance(args.input, Path) else None
     args.output = output_for(
         local or Path(log_name(args.input)), args.output, "profile"
@@ -267,9 +200,9 @@ def run(args: argparse.Namespace) -> int:
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
     with _progress(sys.stderr.isatty()) as steps:
         steps.step(f"reading {log_name(args.input)}")
-        trace, _ = load_input(args.input)
+        trace, _ = open_trace(args.input)
         if trace.frame.is_empty():
-            raise InputError(f"{args.input}: the trace holds no rows")
+            raise no_rows(args.input)
         steps.step("summaries and hints")
         result = profile(
             trace,

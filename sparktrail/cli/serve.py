@@ -14,20 +14,16 @@ import argparse
 import functools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparktrail.dashboard.app import create_app, serve
-from sparktrail.dashboard.live_view import (
-    LiveLoader,
-    StaticSource,
-    UpdateThread,
-    ViewSource,
-    load_report,
-)
 from sparktrail.engines.engine_choice import engine_for
 from sparktrail.errors import InputError
+from sparktrail.sources import open_profile
 
 from ._options import add_lateness, add_server, add_window
+
+if TYPE_CHECKING:
+    from sparktrail.dashboard.live_view import LiveLoader
 
 __all__ = ["live_loader", "register", "run"]
 
@@ -71,6 +67,8 @@ def live_loader(
 
     ``options`` go to :class:`~sparktrail.dashboard.live_view.LiveLoader`.
     """
+    from sparktrail.dashboard.live_view import LiveLoader
+
     engine = engine_for("polars", window_ns)
     pipeline = functools.partial(engine.live, trace_dir, lateness_ns)
     return LiveLoader(pipeline, trace_dir, lateness_ns, **options)
@@ -78,6 +76,14 @@ def live_loader(
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit code."""
+    from sparktrail.dashboard.app import create_app, serve
+    from sparktrail.dashboard.live_view import (
+        StaticSource,
+        UpdateThread,
+        ViewSource,
+        load_report,
+    )
+
     given = [x for x in (args.trace_dir, args.report, args.compare) if x is not None]
     if len(given) != 1:
         raise InputError(
@@ -112,12 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve_comparison(args: argparse.Namespace) -> int:
     """Serve the comparison of ``args.compare``'s two runs until interrupted."""
-    from sparktrail.dashboard.app import create_compare_app
+    from sparktrail.dashboard.app import create_compare_app, serve
     from sparktrail.engines.comparison import compare
 
-    from .compare import load_profile
-
-    before, after = (load_profile(path, args.window) for path in args.compare)
+    before, after = (open_profile(path, args.window) for path in args.compare)
     app = create_compare_app(compare(before, after))
     print(
         f"sparktrail comparison on http://{args.host}:{args.port}/ (Ctrl-C stops)",

@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktrail.errors import InputError
-from sparktrail.whatif import (
-    Change,
-    DropDriverGap,
-    Executors,
-    Prediction,
-    Replay,
-    SpeculateTask,
-    SplitPartition,
-    StagePartitions,
-    executor_table,
-    predict,
-)
-from sparktrail.whatif.contention import measured_split
+from sparktrail.sources import open_trace
+from sparktrail.units import duration, percent
 
-from .profile import load_input
+if TYPE_CHECKING:
+    from sparktrail.whatif import Change, Prediction, SplitPartition, StagePartitions
+
 
 __all__ = ["change_of", "parse_ints", "register", "run"]
 
@@ -53,6 +44,8 @@ def parse_ints(text: str, count: int, form: str) -> list[int]:
 
 
 def _split(text: str) -> SplitPartition:
+    from sparktrail.whatif import SplitPartition
+
     stage, part, k = parse_ints(text, 3, "STAGE:PART:K")
     try:
         return SplitPartition(stage, part, k)
@@ -61,6 +54,8 @@ def _split(text: str) -> SplitPartition:
 
 
 def _partitions(text: str) -> StagePartitions:
+    from sparktrail.whatif import StagePartitions
+
     stage, n = parse_ints(text, 2, "STAGE:N")
     try:
         return StagePartitions(stage, n)
@@ -118,6 +113,8 @@ def register(subparsers: Any) -> None:
 
 def change_of(args: argparse.Namespace) -> Change | None:
     """The change the parsed ``whatif`` options name (``None``: none)."""
+    from sparktrail.whatif import DropDriverGap, Executors, SpeculateTask
+
     if args.split is not None:
         return args.split  # type: ignore[no-any-return]
     if args.speculate is not None:
@@ -131,27 +128,29 @@ def change_of(args: argparse.Namespace) -> Change | None:
     return None
 
 
-def _s(ns: int | None) -> str:
-    return "-" if ns is None else f"{ns / 1e9:.3f} s"
-
-
 def _print_prediction(change: Change, p: Prediction) -> None:
-    print(f"change: {change}")
-    print(f"traced wall {_s(p.traced_wall_ns)}, replayed {_s(p.replayed_wall_ns)}")
+    traced, replayed = duration(p.traced_wall_ns), duration(p.replayed_wall_ns)
     share = p.saving_ns / p.replayed_wall_ns if p.replayed_wall_ns else 0.0
+    print(f"change: {change}")
+    print(f"traced wall {traced}, replayed {replayed}")
+    way = "saving" if p.saving_ns >= 0 else "adding"
     print(
-        f"predicted wall {_s(p.predicted_wall_ns)} "
-        f"(saving {_s(p.saving_ns)}, {share:.1%} of the run)"
+        f"predicted wall {duration(p.predicted_wall_ns)}, {way} "
+        f"{duration(abs(p.saving_ns))} of the run's wall time ({percent(abs(share))})"
     )
     if p.stage_id is not None:
-        print(f"stage {p.stage_id}: {_s(p.stage_before_ns)} -> {_s(p.stage_after_ns)}")
+        before, after = duration(p.stage_before_ns), duration(p.stage_after_ns)
+        print(f"stage {p.stage_id}: {before} -> {after}")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``sparktrail whatif``; returns the exit code."""
+    from sparktrail.whatif import Replay, SplitPartition, executor_table, predict
+    from sparktrail.whatif.contention import measured_split
+
     # Make the change first: a bad value fails before the input is read.
     change = change_of(args)
-    trace, _ = load_input(args.input)
+    trace, _ = open_trace(args.input)
     replay = Replay.of(trace)
     if isinstance(change, SplitPartition):
         change = measured_split(trace, change)
@@ -162,12 +161,14 @@ def run(args: argparse.Namespace) -> int:
     traced = replay.traced_wall_ns
     error = wall / traced - 1 if traced else 0.0
     print(
-        f"traced wall {_s(traced)}, replayed {_s(wall)} (error {error:+.2%}); "
+        f"traced wall {duration(traced)}, replayed {duration(wall)} "
+        f"(error {error:+.2%}); "
         f"{replay.tasks.height} tasks on {replay.slots} slots of "
         f"{replay.executors} executors"
     )
     table = executor_table(replay)
     print(f"{'executors':>9} {'slots':>6} {'factor':>7} {'wall':>12} {'saving':>12}")
     for factor, count, slots, wall_ns, saving in table.iter_rows():
-        print(f"{count:9d} {slots:6d} {factor:6.0%} {_s(wall_ns):>12} {_s(saving):>12}")
+        wall_text, saving_text = duration(wall_ns), duration(saving)
+        print(f"{count:9d} {slots:6d} {factor:6.0%} {wall_text:>12} {saving_text:>12}")
     return 0

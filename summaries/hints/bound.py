@@ -29,6 +29,7 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.units import duration
 from sparktrail.whatif.changes import DropDriverGap, StagePartitions
 
 from ..operator import stage_label
@@ -38,7 +39,6 @@ from .hint import Hint
 from .inputs import Context
 from .partitions import over_partitioned_stages
 from .platform import interactive_signs
-from .wording import fmt_s
 
 __all__ = ["driver_bound", "scheduling_bound", "short_tasks", "shuffle_bound"]
 
@@ -98,7 +98,8 @@ def scheduling_bound(ctx: Context) -> list[Hint]:
     action = (
         f"scheduling and task deserialization are {share:.0%} of the critical "
         f"path and the median task of {_site(ctx, stage)} runs "
-        f"{median_ns / 1e6:.3g} ms (aim for >= {opts.target_task_ms:g} ms): use "
+        f"{duration(median_ns)} (aim for >= "
+        f"{duration(opts.target_task_ms * 1e6)}): use "
         f"fewer, larger partitions: spark.sql.shuffle.partitions={suggested} "
         f"(now {now} tasks) or coalesce({suggested}) before it, and "
         "spark.sql.adaptive.coalescePartitions.enabled=true"
@@ -288,7 +289,7 @@ def _describe(interval: dict[str, Any]) -> str:
         where = f"after the last job, {after}, to the application's end"
     else:
         where = f"between job {after} and job {before}"
-    return f"{fmt_s(interval['duration_ns'])} {where}"
+    return f"{duration(interval['duration_ns'])} {where}"
 
 
 def driver_bound(ctx: Context) -> list[Hint]:
@@ -329,7 +330,7 @@ def driver_bound(ctx: Context) -> list[Hint]:
     tail = [i for i in tail if i["duration_ns"] >= max(1e9, 0.05 * ctx.wall_ns)]
     if tail:
         action += (
-            f"; after the last job it ran {fmt_s(tail[0]['duration_ns'])} more "
+            f"; after the last job it ran {duration(tail[0]['duration_ns'])} more "
             "before the application ended (work after the last action, or a late "
             "spark.stop())"
         )

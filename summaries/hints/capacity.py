@@ -40,10 +40,11 @@ import polars as pl
 
 from sparktrail.pag.context import AppContext
 from sparktrail.pag.trace import collect_slices
+from sparktrail.units import duration
 
 from .inputs import Context
 from .platform import spark_at_least
-from .wording import fmt_s, settings_text
+from .wording import settings_text
 
 __all__ = [
     "DEFAULT_STARTUP_NS",
@@ -251,9 +252,10 @@ def startup_ns(app: AppContext, start_ns: int) -> tuple[int, str]:
     if first is not None and added and min(added) > first:
         took = min(added) - first
         return took, (
-            f"the first executor registered {fmt_s(took)} after the application started"
+            f"the first executor registered {duration(took)} after the "
+            "application started"
         )
-    assumed = fmt_s(DEFAULT_STARTUP_NS)
+    assumed = duration(DEFAULT_STARTUP_NS)
     return DEFAULT_STARTUP_NS, f"assumed {assumed} (the log shows none)"
 
 
@@ -366,7 +368,8 @@ def _shuffle_prerequisite(app: AppContext, manager: str) -> tuple[dict[str, str]
     )
 
 
-def _seconds(ns: int) -> str:
+def _setting_value(ns: int) -> str:
+    """A duration as a Spark setting's value (``60s``), not for reading."""
     return f"{round(ns / 1e9)}s"
 
 
@@ -375,7 +378,7 @@ def recipe(
 ) -> tuple[str, dict[str, object]]:
     """What releases idle executors on ``manager``, as an action, and the
     evidence behind it (``missing``: a prerequisite the log shows unset)."""
-    timeout = _seconds(timeout_ns)
+    timeout = _setting_value(timeout_ns)
     bound = f"{high} executor(s) were the most busy at once (of {executors})"
     if manager == "databricks":
         tags = "spark.databricks.clusterUsageTags."

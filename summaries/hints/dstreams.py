@@ -35,10 +35,10 @@ import statistics
 from dataclasses import dataclass
 
 from sparktrail.pag.context import AppContext
+from sparktrail.units import duration
 
 from .hint import Hint
 from .inputs import Context
-from .wording import fmt_s
 
 __all__ = ["DStreamBatch", "dstream_backlog", "dstream_batches", "dstream_waits"]
 
@@ -137,16 +137,16 @@ def dstream_backlog(ctx: Context) -> list[Hint]:
         "pi": pi,
     }
     action = (
-        f"the DStream's batches take {fmt_s(min(processing))} to "
-        f"{fmt_s(max(processing))} (median {fmt_s(median)}) for a "
-        f"{fmt_s(interval)} batch interval: the stream falls behind its input, "
-        f"its scheduling delay {fmt_s(delays[0])} at batch 2 and "
-        f"{fmt_s(delays[-1])} at the last ({len(batches) + 1} batches)"
+        f"the DStream's batches take {duration(min(processing))} to "
+        f"{duration(max(processing))} (median {duration(median)}) for a "
+        f"{duration(interval)} batch interval: the stream falls behind its input, "
+        f"its scheduling delay {duration(delays[0])} at batch 2 and "
+        f"{duration(delays[-1])} at the last ({len(batches) + 1} batches)"
         + (", and growing" if growing else "")
         + f". It needs about {pi} cores or slots ({slots} now, {target:.0%} busy "
         "at the input rate): more executors or cores, and as many partitions "
         "per batch (repartition the input stream); or a batch interval of "
-        f"{fmt_s(longer)} or more; or less work per batch. With receivers, "
+        f"{duration(longer)} or more; or less work per batch. With receivers, "
         "spark.streaming.backpressure.enabled=true bounds what they take in."
     )
     return [

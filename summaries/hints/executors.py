@@ -52,6 +52,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.memory import trim_heap
+from sparktrail.units import duration
 from sparktrail.whatif.changes import TaskTimes
 
 from .capacity import (
@@ -71,7 +72,6 @@ from .inputs import Context
 from .memory_pressure import fraction_advice, memory_of
 from .platform import cluster_manager, interactive_signs
 from .slowdowns import slowdowns
-from .wording import fmt_s
 
 __all__ = ["idle_capacity", "straggler_executor"]
 
@@ -484,7 +484,7 @@ def _unchecked(
         unchecked.insert(0, "the log states no Spark properties")
     if in_force is not None and in_force <= PROPOSED_TIMEOUT_NS:
         unchecked.append(
-            f"dynamic allocation is on with executorIdleTimeout {fmt_s(in_force)}, "
+            f"dynamic allocation is on with executorIdleTimeout {duration(in_force)}, "
             "yet executors outlived it: cached blocks "
             "(spark.dynamicAllocation.cachedExecutorIdleTimeout), shuffle "
             "tracking or minExecutors kept them, which the log does not show"
@@ -533,7 +533,7 @@ def _idle_head(idle: _IdleSlots) -> str:
     unit, waited = idle.unit, idle.slot_ns - idle.busy_ns
     head = (
         f"executor {unit}s waited {idle.idle_share:.0%} of their executors' "
-        f"lifetimes ({fmt_s(waited)} of {fmt_s(idle.slot_ns)} {unit}-time; on "
+        f"lifetimes ({duration(waited)} of {duration(idle.slot_ns)} {unit}-time; on "
         f"average {idle.busy_ns / idle.span_ns:.2g} of {idle.slots} {unit}s were "
         f"busy, at most {idle.peak})"
     )
@@ -551,9 +551,9 @@ def _idle_replay(
     """What the proposed timeout frees, replayed, in a sentence."""
     core_s = replayed.freed_core_ns / 1e9
     return (
-        f"an idle timeout of {fmt_s(timeout)} replayed per executor releases "
+        f"an idle timeout of {duration(timeout)} replayed per executor releases "
         f"executors {replayed.releases} time(s) and frees "
         f"{core_s:.3g} core-s ({core_s / 3600:.2g} core-h, {share:.1%} of the "
         f"{idle.unit}-time), net of {replayed.cold_starts} cold start(s) of "
-        f"{fmt_s(startup)}"
+        f"{duration(startup)}"
     )

@@ -55,6 +55,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.context import AppContext, ExecutorLife, Failure
+from sparktrail.units import duration
 
 from ..operator import stage_label
 from .capacity import duration_ns
@@ -427,7 +428,7 @@ def _folded(run: _Run, hints: list[Hint]) -> list[Hint]:
         job = run.failed_jobs.get(int(h.evidence.get("job_id") or -1))
         gap = (job.time_ns or 0) - (failed_at[root] or 0) if job else 0
         folded.setdefault(root, []).append(
-            f"job {h.evidence.get('job_id')} cancelled {gap / 1e9:.2g} s later"
+            f"job {h.evidence.get('job_id')} cancelled {duration(gap)} later"
         )
     out = []
     for h in kept:
@@ -768,7 +769,7 @@ def _lost_fix(app: AppContext, code: int | None) -> str:
                 f"{tries} failed heartbeats, and the application sends one "
                 f"every {interval:g} ms (it set spark.executor.heartbeatInterval "
                 f"to {app.setting('spark.executor.heartbeatInterval')}), so "
-                f"{tries * interval / 1000:g} s without the driver's answer "
+                f"{duration(tries * interval * 1e6)} without the driver's answer "
                 "kills an executor: restore the default 10s (and look at what "
                 "paused the driver)"
             )

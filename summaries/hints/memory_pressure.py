@@ -54,6 +54,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
+from sparktrail.units import size
 
 from ..operator import stage_label
 from ..run_shares import run_share
@@ -63,7 +64,6 @@ from .inputs import Context
 from .parallelism import split_advice
 from .platform import aqe_enabled
 from .tasks import skew_medians, skew_of
-from .wording import fmt_mb
 
 __all__ = ["gc_bound", "spill"]
 
@@ -453,8 +453,8 @@ def spill(ctx: Context) -> list[Hint]:
         action = (
             f"{spilling} of {tasks} tasks ({spilling / tasks:.0%}) of "
             f"{_where(ctx, s['stage_id'])} spilled to disk "
-            f"({fmt_mb(s['memory_spilled_bytes'])} in memory, "
-            f"{fmt_mb(s['disk_spilled_bytes'])} on disk); the stage is "
+            f"({size(s['memory_spilled_bytes'])} in memory, "
+            f"{size(s['disk_spilled_bytes'])} on disk); the stage is "
             f"{s['stage_cp_share']:.0%} of the critical path ({_ms(s['cp_ns'])}), "
             f"its spilling tasks {s['spilling_cp_share']:.0%}: " + "; ".join(steps)
         )

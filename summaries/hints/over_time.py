@@ -41,6 +41,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
+from sparktrail.units import duration
 from sparktrail.whatif.changes import SplitPartition
 from sparktrail.whatif.contention import split_slowdowns
 
@@ -50,7 +51,6 @@ from .hint import Hint
 from .inputs import Context
 from .stream_progress import after_first, falling_behind, first_batch_ids
 from .tasks import SPLIT_PIECES
-from .wording import fmt_s
 
 __all__ = [
     "behind_cause",
@@ -426,8 +426,8 @@ def _state_skew_hint(
         "on_critical_path": row["on_path"],
     }
     why = (
-        f"its task took {fmt_s(row['duration_ns'])} against a median "
-        f"{fmt_s(row['median_ns'])}, on the critical path"
+        f"its task took {duration(row['duration_ns'])} against a median "
+        f"{duration(row['median_ns'])}, on the critical path"
         if row["on_path"]
         else f"{row['_max']:,} state rows in one partition"
     )
@@ -506,7 +506,8 @@ def behind_cause(ctx: Context, hints: list[Hint]) -> list[Hint]:
         after_ns = hint.evidence.get("predicted_stage_ns_after")
         if before_ns and after_ns is not None:
             stage_text = (
-                f"; stage {hint.stage_id} from {fmt_s(before_ns)} to {fmt_s(after_ns)}"
+                f"; stage {hint.stage_id} from {duration(before_ns)} "
+                f"to {duration(after_ns)}"
             )
         keeps_up = after >= behind.input_rate
         outcome = (

@@ -59,6 +59,7 @@ from typing import Any
 import polars as pl
 
 from sparktrail.errors import InputError
+from sparktrail.units import count, duration, size
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import StagePartitions
 
@@ -66,7 +67,6 @@ from ..operator import stage_label
 from .hint import Hint
 from .inputs import Context
 from .remedies import NOTES, remedies, remedy_text
-from .wording import fmt_mb, fmt_s
 
 __all__ = [
     "NEGLIGIBLE_PRICE",
@@ -245,7 +245,7 @@ def _fallback_split(s: dict[str, Any], partitions: int, reads: str | None) -> st
     if s.get("reshuffle_bytes"):
         price = (
             f"; that adds a shuffle of {s['reshuffle_bytes'] / 1e9:.3g} GB, about "
-            f"{fmt_s(s['reshuffle_ns'])} at this run's shuffle rates, already "
+            f"{duration(s['reshuffle_ns'])} at this run's shuffle rates, already "
             "taken off the saving"
         )
     return (
@@ -317,7 +317,7 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
         "call": call,
         "call_new": call_new,
         "split": f"{max(1, int(per_task * s['tasks'] / partitions) >> 20)}m",
-        "split_now": fmt_mb(cap),
+        "split_now": size(cap),
         # Splits near the cap: the files are large enough to cut smaller;
         # well over it, the scan could not cut them (gzip, one file a task).
         "splittable_input": 0.5 * cap <= per_task <= UNSPLIT_RATIO * cap,
@@ -366,8 +366,8 @@ def _action(
     head = f"{where} is {op['cp_share']:.0%} of the critical path"
     if s["records"] > 0 and s.get("case") != "tail":
         head += (
-            f"; its true rate is {fmt_rate(s['true_rate'])} records/s per slot "
-            f"(observed {fmt_rate(s['observed_rate'])}/s on {s['slots_now']} slots)"
+            f"; its true rate is {count(s['true_rate'])} records/s per slot "
+            f"(observed {count(s['observed_rate'])}/s on {s['slots_now']} slots)"
         )
     split = _split(ctx, s, partitions)
     held = ""
@@ -395,21 +395,9 @@ def _action(
             f"(or spark.dynamicAllocation.maxExecutors={executors})"
         )
     return (
-        f"{head}. To finish in {fmt_s(s['target_ns'])} it needs pi = {pi} slots "
+        f"{head}. To finish in {duration(s['target_ns'])} it needs pi = {pi} slots "
         f"(it had {s['free_slots']} free of {s['slots']}{held}): {more}, and {split}"
     )
-
-
-def fmt_rate(value: float) -> str:
-    """A rate for a sentence, without scientific notation.
-
-    >>> fmt_rate(11_400.0), fmt_rate(482_000.0), fmt_rate(3.5)
-    ('11.4 k', '482 k', '3.5')
-    """
-    for size, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if value >= size:
-            return f"{value / size:.3g}{unit}"
-    return f"{value:.3g}"
 
 
 def _priced(

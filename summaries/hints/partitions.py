@@ -35,13 +35,13 @@ from typing import Any
 
 import polars as pl
 
+from sparktrail.units import duration
 from sparktrail.whatif.changes import StagePartitions
 
 from ..operator import stage_label
 from .hint import Hint
 from .inputs import Context
 from .remedies import remedies, remedy_text
-from .wording import fmt_s
 
 __all__ = ["FIXED_ACTIVITIES", "over_partitioned", "over_partitioned_stages"]
 
@@ -291,18 +291,18 @@ def over_partitioned(ctx: Context) -> list[Hint]:
         else:
             evidence["floor_ns"] = stage.floor_ns
             cost = (
-                f"each task takes at least {fmt_s(stage.floor_ns)} however little "
+                f"each task takes at least {duration(stage.floor_ns)} however little "
                 f"it reads ({stage.fixed_share:.0%} of the median task), which "
                 "fewer tasks pay fewer times"
             )
         where = stage_label(stage.stage_id, ctx.stage_labels.get(stage.stage_id))
         action = (
             f"{where} ran {stage.tasks} tasks of "
-            f"{stage.median_task_ns / 1e6:.3g} ms (median) and {cost}: use "
+            f"{duration(stage.median_task_ns)} (median) and {cost}: use "
             f"about {stage.partitions} partition{'s' if stage.partitions > 1 else ''}: "
             f"{remedy}. "
-            f"Predicted stage time {fmt_s(stage.stage_ns)} -> "
-            f"{fmt_s(stage.predicted_stage_ns)}."
+            f"Predicted stage time {duration(stage.stage_ns)} -> "
+            f"{duration(stage.predicted_stage_ns)}."
         )
         hints.append(
             Hint(

@@ -32,11 +32,11 @@ from typing import Any
 import polars as pl
 
 from sparktrail.pag.context import AppContext, JobSpan
+from sparktrail.units import duration
 from sparktrail.whatif.changes import DropDriverGap, TaskTimes, Together
 
 from .hint import Hint
 from .inputs import Context
-from .wording import fmt_s
 
 __all__ = ["driver_phases"]
 
@@ -130,7 +130,7 @@ def _metadata(ctx: Context) -> list[Hint]:
     }
     action = (
         f"before its queries the driver read the tables' metadata for "
-        f"{fmt_s(end - start)}: {len(phase)} jobs (jobs {phase[0].job_id}.."
+        f"{duration(end - start)}: {len(phase)} jobs (jobs {phase[0].job_id}.."
         f"{phase[-1].job_id}) listing files ({listing}) and reading schemas "
         f"({len(phase) - listing}), one after the other, with the driver's own "
         "work between them: give the reader its schema (spark.read.schema(...)) "
@@ -190,8 +190,8 @@ def _broadcasts(ctx: Context) -> list[Hint]:
     }
     ids = ", ".join(str(j.job_id) for j in slow[:6])
     action = (
-        f"{len(slow)} broadcast job(s) (jobs {ids}) took {fmt_s(end - start)} "  # type: ignore[operator]
-        f"while their tasks ran at most {fmt_s(tasks)}: "
+        f"{len(slow)} broadcast job(s) (jobs {ids}) took {duration(end - start)} "  # type: ignore[operator]
+        f"while their tasks ran at most {duration(tasks)}: "
         "the driver collected and built the broadcast tables meanwhile, and the "
         "query waited for them: look at the driver's GC and memory "
         "(spark.driver.memory) and at the broadcasts' sizes (a lower "
@@ -234,7 +234,7 @@ def _after_jobs(ctx: Context) -> list[Hint]:
         "estimated": True,
     }
     action = (
-        f"SQL query {query.execution_id}{named} ended {fmt_s(tail)} after its "
+        f"SQL query {query.execution_id}{named} ended {duration(tail)} after its "
         "last job, with none of its tasks running: the driver finished it "
         "alone. For a write that is its commit (renaming the output files, "
         "adding each new partition to the metastore): write fewer, larger "
@@ -322,11 +322,11 @@ def _launch_waits(ctx: Context) -> list[Hint]:
     total = float(sum(w["wait_ns"] for w in empty))
     da = ctx.facts.dynamic_allocation
     released = da.enabled and da.released > 0
-    listed = "; ".join(f"job {w['job_id']} {fmt_s(w['wait_ns'])}" for w in empty[:4])
+    listed = "; ".join(f"job {w['job_id']} {duration(w['wait_ns'])}" for w in empty[:4])
     if released:
         why = (
             f"dynamic allocation had released the idle executors "
-            f"(executorIdleTimeout {fmt_s(da.idle_timeout_ns or 0)}) and new ones "
+            f"(executorIdleTimeout {duration(da.idle_timeout_ns or 0)}) and new ones "
             "started cold: keep executors between jobs "
             "(spark.dynamicAllocation.executorIdleTimeout longer, or "
             "spark.dynamicAllocation.minExecutors)"

@@ -25,11 +25,11 @@ from collections import defaultdict
 
 import polars as pl
 
+from sparktrail.units import duration, size
 from sparktrail.whatif.changes import TaskTimes
 
 from .hint import Hint
 from .inputs import Context
-from .wording import fmt_mb, fmt_s
 
 __all__ = ["MIN_BYTES", "MIN_READS", "re_read"]
 
@@ -107,10 +107,10 @@ def _hint(ctx: Context, nbytes: int, stages: list[dict[str, int]]) -> Hint:
         ),
     }
     action = (
-        f"the same {fmt_mb(nbytes)} of input was read {len(stages)} times (stages "
+        f"the same {size(nbytes)} of input was read {len(stages)} times (stages "
         f"{', '.join(str(r['stage_id']) for r in stages[:8])}"
         + (" and more" if len(stages) > 8 else "")
-        + f"), {fmt_s(spent)} of task time after the first read: {fix}"
+        + f"), {duration(spent)} of task time after the first read: {fix}"
     )
     share = sum(_cp(ctx, r["stage_id"]) for r in stages[1:])
     return Hint(

@@ -30,6 +30,7 @@ import math
 
 from sparktrail.errors import InputError
 from sparktrail.pag.context import AppContext, Failure
+from sparktrail.units import duration
 from sparktrail.whatif import predict
 from sparktrail.whatif.changes import Executors
 
@@ -38,7 +39,6 @@ from .failures import SHUT_DOWN
 from .hint import Hint
 from .inputs import Context
 from .remedies import remedies, remedy_text
-from .wording import fmt_s
 
 __all__ = ["BUSY_SHARE", "capacity_bound"]
 
@@ -145,9 +145,9 @@ def capacity_bound(ctx: Context) -> list[Hint]:
     }
     action = (
         f"the executors' {slots} slots were {share:.0%} busy while the jobs ran "
-        f"({fmt_s(busy_time)}): the run waited for slots, not for one task or "
+        f"({duration(busy_time)}): the run waited for slots, not for one task or "
         f"the driver. Replayed on {wanted} executors of {cores} cores, it ends "
-        f"{fmt_s(found.saving_ns)} sooner: "
+        f"{duration(found.saving_ns)} sooner: "
         + remedy_text(texts, f"give it about {math.ceil(SCALE * slots)} slots")
     )
     return [

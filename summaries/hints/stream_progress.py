@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sparktrail.pag.streams import StreamBatch
+from sparktrail.units import duration, duration_s
 
 from ..result import HintOptions
 from .hint import Hint
@@ -279,7 +280,7 @@ def _backlog_text(
     if backlog <= 0:
         return " The source was at its latest offset after the last batch."
     drain = (
-        f"; at {cores} cores or slots it drains in {drain_s:.3g} s"
+        f"; at {cores} cores or slots it drains in {duration_s(drain_s)}"
         if drain_s is not None and drain_s > 0
         else ""
     )
@@ -401,7 +402,7 @@ def _behind_text(
         ids = [b for b, _ in found.growing]
         took = ", ".join(f"{m / 1e3:.3g}" for _, m in found.growing[-6:])
         against = (
-            f" against a {interval / 1e9:.3g} s trigger"
+            f" against a {duration(interval)} trigger"
             if interval is not None
             else ", back to back"
         )
@@ -535,7 +536,7 @@ def trigger_bound(ctx: Context) -> list[Hint]:
                 },
                 f"{len(late)} of {len(timed)} batches of {_name(ctx, query_id)} "
                 f"took longer than its trigger interval (about "
-                f"{interval / 1e9:.3g} s; median batch {median_ms / 1e3:.3g} s): "
+                f"{duration(interval)}; median batch {duration(median_ms * 1e6)}): "
                 "each batch starts late and the latency grows. Make a batch "
                 "cheaper (see the other hints), or set a trigger interval the "
                 "batches fit in.",

@@ -45,6 +45,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, slices_query
+from sparktrail.units import count, duration, size
 from sparktrail.whatif.changes import SpeculateTask, SplitPartition, TaskTimes
 from sparktrail.whatif.contention import split_slowdowns
 
@@ -53,7 +54,6 @@ from .hint import Hint
 from .inputs import UNEVEN_RATIO, Context
 from .platform import aqe_enabled, can_speculate
 from .remedies import NOTES, remedies, remedy_text
-from .wording import fmt_mb, fmt_s
 
 __all__ = [
     "SPLIT_PIECES",
@@ -201,7 +201,7 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
     """AQE's skew join for this partition, where the run's Spark has it
     (3.0 on); what the log leaves unknown, it says."""
     app, factor = ctx.app, ctx.options.skew_factor
-    size = task["bytes"] or 0
+    nbytes = task["bytes"] or 0
     since = ctx.facts.at_least(3, 0)
     if since is False:
         return (
@@ -222,9 +222,9 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
             "partition only above both skewedPartitionFactor x the median and "
             f"skewedPartitionThresholdInBytes ({_AQE_THRESHOLD} by default), into "
             f"pieces of advisoryPartitionSizeInBytes ({_AQE_ADVISORY} by default); "
-            "set " + ", ".join(_aqe_split_sizes(size, threshold_too=True))
+            "set " + ", ".join(_aqe_split_sizes(nbytes, threshold_too=True))
         )
-    sizes = _aqe_split_sizes(size) if size else []
+    sizes = _aqe_split_sizes(nbytes) if nbytes else []
     advice = (
         "for this join set spark.sql.adaptive.enabled=true, "
         "spark.sql.adaptive.skewJoin.enabled=true, "
@@ -233,7 +233,7 @@ def _aqe_skew_advice(ctx: Context, task: dict[str, Any]) -> str:
     if not sizes:
         return advice
     return (
-        f"{advice}, and, as the partition is only {fmt_mb(size)} "
+        f"{advice}, and, as the partition is only {size(nbytes)} "
         f"(AQE splits above {_AQE_THRESHOLD} into {_AQE_ADVISORY} pieces by "
         f"default), {', '.join(sizes)}"
     )
@@ -310,7 +310,7 @@ def _hotspot(
         )
     action = (
         f"{_where(task)} holds {ratio:.1f}x the stage's median records/bytes: "
-        f"{fix}. Predicted stage time {fmt_s(longest)} -> {fmt_s(predicted)}"
+        f"{fix}. Predicted stage time {duration(longest)} -> {duration(predicted)}"
         f"{_slowed(slowdown)}."
     )
     critical_ns = task["running_cp_share"] * task["duration_ns"]
@@ -415,7 +415,7 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         # A copy cannot help: the partition's other attempt was as slow, or
         # Spark never speculates here (a local master).
         why = (
-            f"another attempt of the partition ran {fmt_s(slow_copy)} too, so the "
+            f"another attempt of the partition ran {duration(slow_copy)} too, so the "
             "partition itself is slow, not its host"
             if slow_copy is not None
             else "Spark does not speculate on a local master"
@@ -442,7 +442,8 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         )
     action = (
         f"{took}: {_speculation(ctx, task, ratio)} (a copy would "
-        f"end after ~{fmt_s(predicted)} instead of {fmt_s(task['duration_ns'])}); "
+        f"end after ~{duration(predicted)} instead of "
+        f"{duration(task['duration_ns'])}); "
         f"inspect {where}"
     )
     return Hint(
@@ -815,7 +816,7 @@ def _shared_tail(
         evidence["cp_share"],
         evidence,
         f"{action}. Replayed with them at the stage's median time "
-        f"({fmt_s(median)}), the stage would no longer wait for them.",
+        f"({duration(median)}), the stage would no longer wait for them.",
         stage_id,
         executors[0] if len(executors) == 1 else None,
         partitions[0] if len(partitions) == 1 else None,
@@ -855,12 +856,12 @@ def _tail_words(
                 reads=reads,
                 stage_id=stage_id,
                 split=f"{max(1, cap // 4) >> 20}m",
-                split_now=fmt_mb(cap),
+                split_now=size(cap),
                 splits_at_cap=hot_bytes >= 0.8 * cap,
             )
             why = (
                 "the stage scans its input files, so the skew is their layout "
-                f"(its largest split reads {fmt_mb(hot_bytes)}): "
+                f"(its largest split reads {size(hot_bytes)}): "
             )
             return "hotspot", head + "; " + why + remedy_text(
                 found, "even out the input"
@@ -869,7 +870,7 @@ def _tail_words(
             _join_sides(ctx, stage_id) >= 2
         )
         problem = "skewed_join" if join else "skewed_aggregation"
-        size = max(int(t["bytes"] or 0) for t in tasks)
+        largest = max(int(t["bytes"] or 0) for t in tasks)
         found = remedies(
             problem,
             facts,
@@ -877,8 +878,8 @@ def _tail_words(
             reads=reads,
             stage_id=stage_id,
             k1=SPLIT_PIECES - 1,
-            half=f"{max(1, size // SPLIT_PIECES) >> 20}m",
-            size=fmt_mb(size),
+            half=f"{max(1, largest // SPLIT_PIECES) >> 20}m",
+            size=size(largest),
         )
         kind = "hotspot" if join else "skew_unsplittable"
         what = "join" if join else "aggregation"
@@ -911,7 +912,10 @@ def _tail_words(
     ].n_unique()
     found = (
         remedies(
-            "slow_host", facts, engine=engine, slow=fmt_s(tasks[-1]["duration_ns"])
+            "slow_host",
+            facts,
+            engine=engine,
+            slow=duration(tasks[-1]["duration_ns"]),
         )
         if len(executors) == 1 and stage_executors > 1 and can_speculate(ctx.app)
         else []
@@ -957,7 +961,7 @@ def _cold_words(
             "cold_executors",
             facts,
             timeout=f"{max(120, 4 * timeout // 10**9)}s",
-            timeout_now=fmt_s(timeout),
+            timeout_now=duration(timeout),
             min_executors=max(1, used.n_unique()),
         )
         return (
@@ -981,21 +985,13 @@ def _amounts(tasks: list[dict[str, Any]]) -> str:
     first = tasks[0]
     if first["median_records"] and all(t["records"] for t in tasks):
         values = [int(t["records"]) for t in tasks]
-        low, high = _count(min(values)), _count(max(values))
-        median = _count(first["median_records"])
+        low, high = count(min(values)), count(max(values))
+        median = count(first["median_records"])
         what = "records"
     else:
         values = [int(t["bytes"] or 0) for t in tasks]
-        low, high = fmt_mb(min(values)), fmt_mb(max(values))
-        median = fmt_mb(first["median_bytes"] or 0)
+        low, high = size(min(values)), size(max(values))
+        median = size(first["median_bytes"] or 0)
         what = "of input"
     amount = low if low == high else f"{low} to {high}"
     return f"{amount} {what} each, against {median} for the stage's median task"
-
-
-def _count(n: float) -> str:
-    """A record count for a sentence: ``950``, ``12.3 k``, ``11.4 M``."""
-    for size, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if n >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:.0f}"

@@ -11,6 +11,7 @@ from sparktrail.cli import main
 from sparktrail.cli.cp import whole_trace_window
 from sparktrail.engines import summarize
 from sparktrail.pag.trace import write_trace
+from sparktrail.pag.workers import worker_label
 
 
 def straggler_trace() -> pl.DataFrame:
@@ -63,7 +64,7 @@ def test_cp_with_windows_counts_every_window(
 def printed_shares(out: str, heading: str) -> dict[str, str]:
     """``label -> share`` of one table printed by ``sparktrail cp``."""
     table = out.split(f"CP by {heading}:")[1].split("\n\n")[0]
-    return dict(line.split() for line in table.strip().splitlines())
+    return dict(line.strip().rsplit(None, 1) for line in table.strip().splitlines())
 
 
 def test_cp_names_the_workers_the_summaries_name(
@@ -88,11 +89,12 @@ def test_cp_names_the_workers_the_summaries_name(
     origin, span = whole_trace_window(trace)
     straggler = summarize(trace, span, origin).straggler
     want = {
-        w: f"{share:.1%}" for w, share in straggler.select("worker", "cp_share").rows()
+        worker_label(w): f"{share:.1%}"
+        for w, share in straggler.select("worker", "cp_share").rows()
     }
     got = printed_shares(capsys.readouterr().out, "worker")
     assert got == want
-    assert list(got) == ["exec-2/0", "exec-1/0"]
+    assert list(got) == ["executor 2, core 0", "executor 1, core 0"]
 
 
 def test_missing_trace_is_one_line_and_exit_2(

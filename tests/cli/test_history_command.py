@@ -149,3 +149,28 @@ def test_history_of_a_missing_directory_is_exit_2(
 ) -> None:
     assert main(["history", str(tmp_path / "nope"), "-o", str(tmp_path / "o")]) == 2
     assert "no such event-log directory" in capsys.readouterr().err
+
+
+def test_files_that_are_no_event_logs_are_skipped_not_applications(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a folder of a text file and a JSON file that are no event logs
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    (folder / "config.json").write_text('{"x": 1}\n')
+    # WHEN history scans it
+    code = main(["history", str(folder), "-o", str(tmp_path / "out")])
+    # THEN nothing is an application: exit 2, one line saying why
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "0 applications" in err and "2 file(s) skipped: not event logs" in err
+    assert err.strip().endswith(
+        f"{folder}: no Spark event log in it (2 file(s) are not event logs)"
+    )
+    # AND beside a real log, the log is the one application
+    _copy(LOGS[3], folder)
+    assert main(["history", str(folder), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("1 applications: 1 profiled, 0 unchanged")
+    assert "2 file(s) skipped" in err

@@ -24,6 +24,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from sparktrail.cli import main
 from sparktrail.cli.mcp_server import Tools
+from sparktrail.units import duration
 from tests.paths import EVENTLOGS, ROOT, SHARED_LOG
 
 #: A public log whose run has a failed job (a ``failures`` hint).
@@ -148,8 +149,7 @@ def test_whatif_answers_the_commands_prediction(answers: dict[str, Any]) -> None
     code, out, _ = cli("whatif", str(SHARED_LOG), "--executors", "2")
     assert code == 0
     assert f"change: {prediction['change']}" in out
-    wall = prediction["predicted_wall_ns"] / 1e9
-    assert f"predicted wall {wall:.3f} s" in out
+    assert f"predicted wall {duration(prediction['predicted_wall_ns'])}," in out
     assert prediction["saving_ns"] == (
         prediction["replayed_wall_ns"] - prediction["predicted_wall_ns"]
     )

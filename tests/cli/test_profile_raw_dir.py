@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparktrail.cli import main
-from sparktrail.cli.profile import load_input
+from sparktrail.sources import open_trace
 from tests.paths import SHARED_LOG
 
 LOG = SHARED_LOG
@@ -33,7 +33,7 @@ def test_a_trace_dir_of_only_the_raw_log_is_profiled(
     # GIVEN a trace directory with the raw log and no Arrow file
     raw_log(tmp_path / "trace", "local-1532512550423")
     # WHEN it is profiled THEN its raw log is imported
-    trace, kind = load_input(tmp_path / "trace")
+    trace, kind = open_trace(tmp_path / "trace")
     assert kind == "event log" and trace.context is not None
     assert main(["profile", str(tmp_path / "trace"), "-o", str(tmp_path / "out")]) == 0
     assert "8 tasks" in capsys.readouterr().out

@@ -338,7 +338,7 @@ def test_evidence_is_shown_in_units() -> None:
     # THEN every number is in its unit
     assert text == (
         "start=19:53:17.412 UTC, duration=12.3 s, target_stage=288 ms, "
-        "observed_rate=126,000 rows/s, small_side=2.5 MB, driver_share=97.2%, "
+        "observed_rate=126,000 rows/s, small_side=2.38 MB, driver_share=97.2%, "
         "intervals=[{end=19:53:18.000 UTC, cp_share=0.54%}]"
     )
 

@@ -20,6 +20,7 @@ from sparktrail.dashboard.app import create_app
 from sparktrail.dashboard.live_view import StaticSource, lag_ns, lag_text
 from sparktrail.pag import write_trace
 from sparktrail.synthetic import barrier_trace
+from sparktrail.units import duration
 
 from .test_many_windows import REFRESH, post
 
@@ -38,7 +39,7 @@ def test_the_lag_is_how_long_the_first_unshown_window_has_been_due() -> None:
     # no window closed: unknown
     assert lag_ns(10 * s, None, 2 * s, s) is None
     assert lag_text(3 * s // 2, 2 * s) == (
-        "behind the trace by 1.5 s (beyond the 2.0 s lateness)"
+        "behind the trace by 1.5 s (beyond the 2 s lateness)"
     )
 
 
@@ -72,7 +73,7 @@ def test_the_live_status_says_how_far_behind_the_page_is(tmp_path: Path) -> None
     assert 4.0 < snapshot.lag_ns / 1e9 < 60.0
     # AND the status line says it
     assert "behind the trace by " in snapshot.status
-    assert "(beyond the 0.0 s lateness)" in snapshot.status
+    assert f"(beyond the {duration(LATENESS_NS)} lateness)" in snapshot.status
     # AND the page's status line, over the app's refresh callback, shows it
     client = create_app(StaticSource(snapshot)).server.test_client()
     status, data, _ = post(

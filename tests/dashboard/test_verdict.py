@@ -139,16 +139,39 @@ def test_a_stage_of_an_operator_that_ran_twice_is_named_and_counted() -> None:
     assert dict(header_facts(s))["work"] == "2 jobs, 3 stages, 208 tasks"
 
 
-def test_verdict_of_a_hint_names_what_where_what_first_and_the_saving() -> None:
+def test_verdict_of_a_hint_names_what_where_and_the_saving() -> None:
     # GIVEN a high hotspot hint (and an info one that is not shown)
     text = verdict(summaries([HOTSPOT, SMALL]))
-    # THEN one sentence: the stage by name, the partition, what to do
-    # first and the predicted saving with its share of the run
+    # THEN one sentence: the stage by name, the partition, and the predicted
+    # saving with its share of the run; what to change is the hint's
     assert text == (
-        "A skewed partition (partition 17) of stage 3 (join at etl.py:41) holds "
-        "its stage back: split the hot key (AQE skew join, or salting) first, "
-        "which saves 3.2 s (16% of the run)."
+        "Partition 17 of stage 3 (join at etl.py:41) has far more data than "
+        "the others: the first hint's change saves 3.2 s (16% of the run)."
     )
+
+
+def test_verdict_never_names_a_remedy_its_hint_does_not() -> None:
+    # GIVEN a straggler whose rule, on a local master, says Spark does not
+    # speculate there, and a hotspot whose rule says rewrite the input files
+    straggler = HOTSPOT | {
+        "kind": "straggler_task",
+        "action": "Spark does not speculate on a local master: look at what "
+        "makes partition 17 slow",
+    }
+    layout = HOTSPOT | {
+        "partition": None,
+        "action": "the skew is the input files' layout: rewrite them evenly",
+    }
+    # THEN the verdict names neither speculation nor a hot key, only the
+    # problem, the saving and where the change is
+    for hint, problem in (
+        (straggler, "A slow task (partition 17) of stage 3"),
+        (layout, "A few partitions of stage 3"),
+    ):
+        text = verdict(summaries([hint]))
+        assert text.startswith(problem)
+        assert text.endswith("the first hint's change saves 3.2 s (16% of the run).")
+        assert not re.search(r"speculat|salt|hot key|AQE", text)
 
 
 def test_verdict_of_a_stream_backlog_says_cores_or_slots_not_pi() -> None:
@@ -162,10 +185,10 @@ def test_verdict_of_a_stream_backlog_says_cores_or_slots_not_pi() -> None:
         "action": "query 'orders' ... Give it 10 cores or slots (DS2's pi = 10 ...",
     }
     text = verdict(summaries([backlog]))
-    # THEN the verdict names the cores or slots in words, never pi
+    # THEN the verdict says how far behind, never pi
     assert text == (
-        "A streaming query falls behind its input: give it the cores or slots "
-        "the hint names first (40% of the input falls behind)."
+        "A streaming query falls behind its input (40% of the input falls "
+        "behind): the first hint says what to change."
     )
     assert not re.search(r"\bpi\b|π", text)
 
@@ -220,5 +243,5 @@ def test_dashboard_headline_while_live_is_the_picked_windows() -> None:
         == "This window: No Spark task ran in this window."
     )
     facts, sentence = headline(snapshot, str(T0 + S))
-    assert sentence.startswith("This window: A skewed partition")
+    assert sentence.startswith("This window: Partition 17 of stage 3")
     assert dict(facts)["work"] == "2 jobs"

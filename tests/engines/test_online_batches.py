@@ -12,11 +12,11 @@ import pytest
 
 from sparktrail.cli.serve import live_loader
 from sparktrail.engines.batch import (
-    MICRO_BATCHES,
     micro_batch_bounds,
     summarize_micro_batches,
     trigger_times,
 )
+from sparktrail.engines.engine_choice import MICRO_BATCHES
 from sparktrail.engines.online import OnlinePipeline
 from sparktrail.engines.store import WindowStore, store_dir
 from sparktrail.errors import InputError

@@ -22,8 +22,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sparktrail.cli.compare import load_profile
 from sparktrail.engines.comparison import Comparison, compare
+from sparktrail.sources import open_profile
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +89,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
         capture_output=True,
     )
     before, after = (
-        load_profile(next((out / f"partitions-{n}").iterdir()), WINDOW_NS)
+        open_profile(next((out / f"partitions-{n}").iterdir()), WINDOW_NS)
         for n in PARTITIONS
     )
     return compare(before, after)

@@ -151,7 +151,7 @@ def test_aggregation_skew_is_unsplittable_by_aqe():
     assert ev["skew_ratio"] == pytest.approx(10.0)
     assert ev["predicted_stage_time_ns"] == pytest.approx(50 * MS)
     assert "AQE cannot split" in row["action"] and "salt" in row["action"]
-    assert "0.1 s -> 0.05 s" in row["action"]
+    assert "100 ms -> 50 ms" in row["action"]
     # AND the replay of the split saves 40 ms: one half runs at once, the
     # other waits 10 ms for a free slot (the rule's estimate said 50 ms)
     assert row["predicted_saving_ns"] == pytest.approx(40 * MS)

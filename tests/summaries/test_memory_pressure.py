@@ -180,7 +180,7 @@ def test_spill_fires_when_a_task_on_the_path_spilled_to_disk():
     # trace states no Spark version, which decides the fraction's name)
     action = row["action"]
     assert "1 of 2 tasks (50%)" in action
-    assert "8.0 MB in memory, 2.0 MB on disk" in action
+    assert "8 MB in memory, 2 MB on disk" in action
     assert "spark.sql.shuffle.partitions=4" in action
     assert "spark.executor.memory" in action
     assert "fraction" not in action
