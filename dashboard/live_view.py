@@ -85,6 +85,7 @@ __all__ = [
     "lag_ns",
     "lag_text",
     "load_report",
+    "profile_snapshot",
     "read_activity",
     "utc",
     "window_start",
@@ -611,18 +612,23 @@ def load_report(out_dir: str | Path) -> ViewState:
     FileNotFoundError
         If ``out_dir/summaries`` lacks a summary frame.
     """
-    profile = Profile.load(out_dir)
+    return profile_snapshot(Profile.load(out_dir), str(out_dir))
+
+
+def profile_snapshot(profile: Profile, source: str) -> ViewState:
+    """A :class:`~sparktrail.engines.profiler.Profile` as a finished
+    snapshot: one whole-run view (``source`` names what was profiled)."""
     summaries = profile.summaries
     windows = summaries.windows
     extent = windows_extent(windows)
     if extent is None:
-        return ViewState(str(out_dir), "the report holds no window", live=False)
+        return ViewState(source, "the report holds no window", live=False)
     start, end = extent
     cp = None if profile.critical_cp.is_empty() else profile.critical_cp
     label = f"whole run {utc(start)} – {utc(end)} UTC"
     view = WindowView.held(start, end, label, summaries, cp)
     return ViewState(
-        source=str(out_dir),
+        source=source,
         status=f"report of {len(windows)} windows of {window_text(summaries)}",
         windows=(view,),
         activity_by_window=summaries.activity_by_window,

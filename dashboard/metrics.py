@@ -34,6 +34,9 @@ stage,executor}``, each hint's predicted saving (hints without one are
 left out; two hints with the same labels give the larger saving), and
 ``sparktrail_hints{kind,severity}``, how many there are.
 
+Every sample carries ``app_id`` and ``app_name`` where the trace names
+the application (a live trace learns them from its first window).
+
 The pipeline: ``sparktrail_windows_closed_total``,
 ``sparktrail_rows_read_total``, ``sparktrail_late_rows_total``,
 ``sparktrail_corrupt_files_total`` and ``sparktrail_lag_seconds`` (how far
@@ -230,14 +233,20 @@ class SnapshotCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """The metric families of the latest snapshot."""
+        """The metric families of the latest snapshot, each sample labelled
+        with the application it is of."""
         snapshot = self._source.latest()
-        yield from _pipeline_families(snapshot)
-        if not snapshot.windows:
-            return
-        scopes = self._scopes(snapshot)
-        yield from _cp_families(scopes)
-        yield from _hint_families(snapshot)
+        app = _app_labels(snapshot)
+        families = list(_pipeline_families(snapshot))
+        if snapshot.windows:
+            scopes = self._scopes(snapshot)
+            families += [*_cp_families(scopes), *_hint_families(snapshot)]
+        for family in families:
+            family.samples = [
+                sample._replace(labels={**app, **sample.labels})
+                for sample in family.samples
+            ]
+            yield family
 
     def _scopes(self, snapshot: ViewState) -> _Scopes:
         """The window's and the run's CP by dimension, labels bounded."""
@@ -286,6 +295,16 @@ class _Scopes:
     window: dict[str, list[tuple[str, float, float]]]
     run: dict[str, list[tuple[str, float, float]]]
     has_run_path: bool
+
+
+def _app_labels(snapshot: ViewState) -> dict[str, str]:
+    """``app_id`` and ``app_name`` of the snapshot's application (where the
+    trace names them), so that two scraped applications never collide."""
+    if not snapshot.windows:
+        return {}
+    context = snapshot.windows[-1].summaries.context
+    labels = {"app_id": context.app_id, "app_name": context.app_name}
+    return {key: value for key, value in labels.items() if value}
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> Any:

@@ -93,8 +93,10 @@ def window_text(summaries: Summaries) -> str:
     '1 s'
     """
     windows = summaries.windows
-    lengths = set((windows[WINDOW_END_NS] - windows[WINDOW_START_NS]).to_list())
-    if lengths <= {summaries.window_ns}:  # the fixed windows of --window
+    lengths = windows[WINDOW_END_NS] - windows[WINDOW_START_NS]
+    if "span" in windows.columns:  # a quiet stretch stands for `span` windows
+        lengths = lengths // windows["span"].fill_null(1).clip(1)
+    if set(lengths.to_list()) <= {summaries.window_ns}:  # the fixed windows
         return duration(summaries.window_ns)
     return (
         "micro-batches and the waits between them "
@@ -255,6 +257,8 @@ def _sections(summaries: Summaries, built: dict[str, go.Figure]) -> list[str]:
     for section, heading in SECTIONS.items():
         if section == "overview":
             continue
+        if section == "streaming" and not summaries.context.batches:
+            continue  # a batch application: no word of streaming
         body = _plain_body(section, summaries)
         if body is None:  # a chart
             body = _chart_body(section, summaries, built[section], first)
@@ -272,14 +276,10 @@ def _caption(section: str) -> str:
 def _plain_body(section: str, summaries: Summaries) -> str | None:
     """The body of a section that shows no chart: the hints and the stage
     and executor tables (HTML, readable without JavaScript), or a note
-    instead of the streaming or communication chart; ``None`` for a chart."""
+    instead of the communication chart; ``None`` for a chart."""
     if section == "hints":
         # The dashboard draws the same rows with figures.hints_table.
         return _hints_html(shown_hints(summaries.hints)) + _caption(section)
-    if section == "streaming" and not summaries.context.batches:
-        return (
-            '<p class="note">No Structured Streaming query ran in this application.</p>'
-        )
     if section in TABLES:
         frame, columns = TABLES[section]
         table = _table_html(getattr(summaries, frame), columns, section)

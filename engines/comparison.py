@@ -86,6 +86,7 @@ __all__ = [
     "compare",
     "operator_key",
     "settings_diff",
+    "unrelated",
     "verdict_of",
     "wall_ns",
 ]
@@ -959,6 +960,31 @@ def _pct(share: float) -> str:
 
 
 # -- compare ---------------------------------------------------------------------
+
+
+def unrelated(before: Profile, after: Profile, matched: int) -> str | None:
+    """Why BEFORE and AFTER are two different applications, whose comparison
+    says nothing (``None``: they may be one application's runs): their
+    names differ and no operator of one ran in the other.
+
+    >>> import dataclasses
+    >>> from sparktrail.engines.profiler import profile
+    >>> from sparktrail.pag.context import AppContext
+    >>> p = profile(pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [10], "activity": ["processing"]}), 10)
+    >>> def named(name):
+    ...     context = AppContext(app_name=name)
+    ...     summaries = dataclasses.replace(p.summaries, context=context)
+    ...     return dataclasses.replace(p, summaries=summaries)
+    >>> unrelated(named("etl"), named("ml"), 0)
+    "two applications ('etl' and 'ml') with no operator in common"
+    >>> unrelated(named("etl"), named("etl"), 0) is None
+    True
+    """
+    b, a = before.summaries.context.app_name, after.summaries.context.app_name
+    if matched or not (a and b) or a == b:
+        return None
+    return f"two applications ({b!r} and {a!r}) with no operator in common"
 
 
 def compare(before: Profile, after: Profile) -> Comparison:

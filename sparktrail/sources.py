@@ -81,8 +81,8 @@ def _import(path: Path | str) -> Trace:
             # a file that is not an event log warns once per line
             warnings.simplefilter("ignore", EventLogWarning)
             return import_trace(path, progress=False)
-    except SeveralLogsError as err:
-        raise InputError(str(err)) from err  # it lists the logs to pick from
+    except SeveralLogsError:
+        raise  # an InputError that lists the logs to pick from
     except EventLogError as err:
         reason = str(err).removeprefix(f"{path}: ")
         raise InputError(

@@ -92,6 +92,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="print the comparison as JSON on stdout (the summary goes to stderr)",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="compare two different applications anyway (different names, "
+        "no operator in common)",
+    )
     add_window(parser)
     parser.set_defaults(run=run)
 
@@ -305,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     """Compare ``args.before`` with ``args.after`` (or the runs of the folder
     ``args.before``); returns the exit code."""
     from sparktrail.dashboard.compare_report import write_compare_report
-    from sparktrail.engines.comparison import compare
+    from sparktrail.engines.comparison import compare, unrelated
 
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
@@ -314,6 +320,12 @@ def run(args: argparse.Namespace) -> int:
     before = open_profile(args.before, args.window)
     after = open_profile(args.after, args.window)
     result = compare(before, after)
+    why = unrelated(before, after, result.matched_operators)
+    if why is not None and not args.force:
+        raise InputError(
+            f"{args.before} and {args.after} are {why}: a comparison would call "
+            "every operator of AFTER new; --force compares them anyway"
+        )
     out = sys.stderr if args.json else sys.stdout
     print_comparison(result, out)
     if args.output is not None:

@@ -126,17 +126,24 @@ def parse_window(text: str) -> Window:
 
 
 def _rows(path: Path, window: Window) -> CriticalRows:
+    from sparktrail.dashboard.live_view import utc
     from sparktrail.dashboard.trace_export import profile_window, whole_trace
     from sparktrail.engines.profiler import Profile
 
     if is_profile_folder(path):
-        if window != parse_window(DEFAULT_WINDOW):
-            print(
-                f"sparktrail: {path} is a profile folder: exporting its most "
-                "critical window; --window is ignored",
-                file=sys.stderr,
-            )
-        return profile_window(Profile.load(path))
+        saved = Profile.load(path)
+        span = saved.critical_window
+        which = "" if span is None else f" ({utc(span[0])} – {utc(span[1])} UTC)"
+        ignored = (
+            "; --window is ignored" if window != parse_window(DEFAULT_WINDOW) else ""
+        )
+        print(
+            f"sparktrail: {path} is a profile folder, which keeps the rows of "
+            f"its most critical window only: exporting that window{which}"
+            f"{ignored}; export the event log or trace for the whole run",
+            file=sys.stderr,
+        )
+        return profile_window(saved)
     trace, _ = open_trace(path)
     name = path.resolve().name
     if isinstance(window, int):

@@ -64,7 +64,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print the hints as JSON on stdout (the summary goes to stderr)",
+        help="print the hints as JSON on stdout (the summary goes to stderr); "
+        "without -o, write no files",
     )
     parser.add_argument("--top", type=int, default=5, help="rows per summary table")
     parser.set_defaults(run=run)
@@ -128,7 +129,9 @@ def _pct(value: Any) -> str:
     return "   –  " if value is None else f"{value:6.1%}"
 
 
-def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> None:
+def print_summary(
+    profile: Profile, out_dir: Path | None, top: int, out: TextIO
+) -> None:
     """The terminal summary of ``profile``: what ran and the verdict, then
     top operators, workers vs fair share, the hints."""
     from sparktrail.dashboard.figures import SHARE_ONLY, saving_text
@@ -180,23 +183,28 @@ def print_summary(profile: Profile, out_dir: Path, top: int, out: TextIO) -> Non
     if small:
         under = f"under {SHOWN_SHARE:.0%} of the run"
         print(f"  ({small} more would save {under}: see --json)", file=out)
-    print(
-        f"\nReport: {out_dir / REPORT_FILE}; summaries: "
-        f"{out_dir / SUMMARIES_DIR}/*.parquet",
-        file=out,
-    )
+    if out_dir is not None:
+        print(
+            f"\nReport: {out_dir / REPORT_FILE}; summaries: "
+            f"{out_dir / SUMMARIES_DIR}/*.parquet",
+            file=out,
+        )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Profile ``args.input`` into ``args.output``; returns the exit code."""
+    """Profile ``args.input`` into ``args.output``; returns the exit code.
+
+    With ``--json`` and no ``-o``, nothing is written: the hints go to
+    stdout, the summary to stderr."""
     from sparktrail.dashboard.report import write_report
     from sparktrail.engines.profiler import profile
 
+    keep = not (args.json and args.output is None)
     local = args.input if isinstance(args.input, Path) else None
     args.output = output_for(
         local or Path(log_name(args.input)), args.output, "profile"
     )
-    if args.output.exists() and not args.output.is_dir():
+    if keep and args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{args.output}: exists and is not a directory")
     with _progress(sys.stderr.isatty()) as steps:
         steps.step(f"reading {log_name(args.input)}")
@@ -211,11 +219,12 @@ def run(args: argparse.Namespace) -> int:
             name=log_name(args.input),
             progress=steps.detail,
         )
-        steps.step("writing the report")
-        result.save(args.output)
-        write_report(result, args.output)
+        if keep:
+            steps.step("writing the report")
+            result.save(args.output)
+            write_report(result, args.output)
     out = sys.stderr if args.json else sys.stdout
-    print_summary(result, args.output, args.top, out)
+    print_summary(result, args.output if keep else None, args.top, out)
     if args.json:
         json.dump(hints_json(result.hints), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -2,10 +2,11 @@
 
 ``sparktrail serve TRACE_DIR`` runs the online pipeline on TRACE_DIR (as
 ``sparktrail live`` does) in a background thread and shows each window as
-it closes; ``sparktrail serve --report OUT_DIR`` shows the summaries that
-``sparktrail profile`` wrote; ``sparktrail serve --compare BEFORE AFTER``
-shows ``sparktrail compare``'s page of two runs. The server binds
-127.0.0.1 unless ``--host`` says otherwise.
+it closes; ``sparktrail serve LOG`` profiles an event log and shows its
+report; ``sparktrail serve --report OUT_DIR`` (or ``serve OUT_DIR``) shows
+the summaries that ``sparktrail profile`` wrote; ``sparktrail serve
+--compare BEFORE AFTER`` shows ``sparktrail compare``'s page of two runs.
+The server binds 127.0.0.1 unless ``--host`` says otherwise.
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "trace_dir", type=Path, nargs="?", help="directory of *.arrow trace files"
+        "trace_dir",
+        type=Path,
+        nargs="?",
+        metavar="INPUT",
+        help="a directory of *.arrow trace files (followed live), an event log "
+        "(profiled, then shown) or a `sparktrail profile` output",
     )
     parser.add_argument(
         "--report", type=Path, metavar="OUT_DIR", help="a `sparktrail profile` output"
@@ -93,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
         return _serve_comparison(args)
     thread: UpdateThread | None = None
     source: ViewSource
-    if args.report is not None:
-        source = StaticSource(load_report(args.report))
+    kind = "report" if args.report is not None else _kind_of(args.trace_dir)
+    if kind == "report":
+        source = StaticSource(load_report(args.report or args.trace_dir))
+    elif kind == "log":
+        source = StaticSource(_profiled(args.trace_dir, args.window))
     else:
         loader = live_loader(args.trace_dir, args.window, args.lateness)
         # Here, not in the thread: a store another process writes is refused
@@ -114,6 +123,46 @@ def run(args: argparse.Namespace) -> int:
         if thread is not None:
             thread.stop()
     return 0
+
+
+def _kind_of(path: Path) -> str:
+    """What ``serve INPUT`` shows: ``report`` (a profile folder), ``live``
+    (a trace directory, perhaps still empty) or ``log`` (an event log)."""
+    from sparktrail.pag.trace import trace_files
+    from sparktrail.sources import is_profile_folder
+    from sparktrail.tracer.eventlog import EventLogError, SeveralLogsError, resolve
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if is_profile_folder(path):
+        return "report"
+    if not path.is_dir():
+        return "log"
+    if trace_files(path) or (path / "raw").is_dir():
+        return "live"
+    try:
+        resolve(path)
+    except SeveralLogsError:
+        return "log"  # refused by _profiled, pointing at `history --serve`
+    except EventLogError:
+        return "live"  # a trace directory still to fill (or its store only)
+    return "log"
+
+
+def _profiled(log: Path, window: int | str) -> Any:
+    """The snapshot of ``log`` profiled (one line on stderr while it runs); a
+    folder of several logs is the fleet's, which ``history --serve`` shows."""
+    from sparktrail.dashboard.live_view import profile_snapshot
+    from sparktrail.tracer.eventlog import SeveralLogsError
+
+    print(f"sparktrail: profiling {log} ...", file=sys.stderr)
+    try:
+        profile = open_profile(log, window)
+    except SeveralLogsError as err:
+        raise InputError(
+            f"{err}; `sparktrail history {log} --serve` shows them all"
+        ) from err
+    return profile_snapshot(profile, str(log))
 
 
 def _serve_comparison(args: argparse.Namespace) -> int:

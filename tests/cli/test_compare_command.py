@@ -68,8 +68,20 @@ def test_two_attempts_of_one_app(capsys, tmp_path):
     assert Comparison.load(out).to_json() == found
 
 
-def test_two_different_apps_warn_and_compare_what_matches(capsys):
-    found, err = compare_json(capsys, str(SHELL), str(KAFKA))
+def test_two_different_apps_are_refused_in_one_line(capsys):
+    # GIVEN two applications of different names, no operator in common
+    # WHEN compared without --force
+    code = main(["compare", str(SHELL), str(KAFKA), "--json"])
+    out, err = capsys.readouterr()
+    # THEN exit 2, nothing on stdout, one line saying why and what forces it
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "two applications ('Spark shell' and 'StructuredKafkaWordCount')" in err
+    assert "--force" in err
+
+
+def test_two_different_apps_forced_warn_and_compare_what_matches(capsys):
+    found, err = compare_json(capsys, str(SHELL), str(KAFKA), "--force")
     assert found["matched_operators"] == 0
     [warning] = found["warnings"]
     assert "two applications ('Spark shell' and 'StructuredKafkaWordCount')" in warning

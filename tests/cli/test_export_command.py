@@ -292,6 +292,10 @@ def test_a_profile_folder_exports_its_critical_window(straggler, tmp_path, capsy
     parts = check_chrome_trace(_load(out))
     # THEN that window's straggler is on its critical path track
     assert "exec-1/0" in {e["args"]["worker"] for e in parts["path"]}
+    # AND the command says it exported that one window, not the run
+    err = capsys.readouterr().err
+    assert "is a profile folder" in err and "most critical window only" in err
+    assert "export the event log or trace for the whole run" in err
 
 
 def test_window_option():

@@ -87,11 +87,13 @@ def test_report_is_self_contained_with_every_section(profiled: Path) -> None:
     # executor: local mode) the communication
     assert page.count("* plotly.js v") == 1
     assert 'src="http' not in page and "src='http" not in page
-    # (and no streaming query: a note instead of its chart)
+    # (and no streaming query: no streaming section, no word of it)
     assert page.count("Plotly.newPlot") == len(SECTIONS) - 4 - len(TABLES)
-    # AND every section is there, the header names the input and window
+    # AND every section is there but the streaming one, the header names the
+    # input and window
     for section in SECTIONS:
-        assert f'id="{section}"' in page
+        assert (f'id="{section}"' in page) == (section != "streaming")
+    assert "Structured Streaming" not in page and "micro-batch" not in page
     assert "local-1532512550423" in page
     assert "1 s" in page
     assert "17 (17 with a critical path)" in page
@@ -394,3 +396,21 @@ def test_window_batch_without_micro_batches_is_refused_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert err[-1].startswith("sparktrail: error: --window batch needs")
+
+
+def test_json_without_an_output_writes_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an empty working directory
+    monkeypatch.chdir(tmp_path)
+    # WHEN profile prints JSON without -o
+    assert main(["profile", str(LOG), "--json"]) == 0
+    # THEN the hints are on stdout, the summary on stderr, and no folder
+    # was written (the summary names no report)
+    out, err = capsys.readouterr()
+    assert isinstance(json.loads(out), list)
+    assert "Verdict:" in err and "Report:" not in err
+    assert list(tmp_path.iterdir()) == []
+    # AND with -o the profile folder is written as before
+    assert main(["profile", str(LOG), "--json", "-o", "p"]) == 0
+    assert (tmp_path / "p" / "report.html").is_file()

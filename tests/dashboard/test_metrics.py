@@ -73,11 +73,20 @@ def scrape(port: int, path: str = "/metrics") -> tuple[str, dict[str, Any]]:
     return kind, {f.name: f for f in text_string_to_metric_families(body)}
 
 
+#: The labels every sample carries: the application's.
+APP_LABELS = ("app_id", "app_name")
+
+
+def own_labels(sample: Any) -> dict[str, str]:
+    """A sample's labels but the application's."""
+    return {k: v for k, v in sample.labels.items() if k not in APP_LABELS}
+
+
 def samples(family: Any, scope: str | None = None) -> dict[str, float]:
     """``first non-scope label value -> value`` of a family's samples."""
     out = {}
     for s in family.samples:
-        labels = dict(s.labels)
+        labels = own_labels(s)
         if scope is not None and labels.pop("scope") != scope:
             continue
         labels.pop("scope", None)
@@ -136,6 +145,13 @@ def test_a_report_is_scraped_as_the_whole_run(report: Path) -> None:
     }
     assert samples(families["sparktrail_rows_read"])[""] == snapshot.rows_read > 0
     assert families["sparktrail_lag_seconds"].samples == []  # not live
+    # AND every sample names the application, so two scraped runs never collide
+    app = {"app_id": summaries.context.app_id, "app_name": summaries.context.app_name}
+    assert app["app_id"] and app["app_name"]
+    for family in families.values():
+        assert all(
+            {k: s.labels.get(k) for k in APP_LABELS} == app for s in family.samples
+        )
     # AND a report is one run: no window scope
     share = families["sparktrail_critical_share"]
     assert {dict(s.labels)["scope"] for s in share.samples} == {"run"}
@@ -197,13 +213,13 @@ def test_each_hint_is_a_gauge_of_its_predicted_saving(report: Path) -> None:
     # THEN one gauge per shown hint's labels, the larger saving, in seconds,
     # with the operator that ran its stage
     gauges = {
-        tuple(sorted(s.labels.items())): s.value
+        tuple(sorted(own_labels(s).items())): s.value
         for s in families["sparktrail_hint_saving_seconds"].samples
     }
     labels = {"kind": "straggler_task", "operator": operator, "stage": str(stage)}
     assert gauges == {tuple(sorted({**labels, "executor": "1"}.items())): 3.0}
     counted = {
-        tuple(sorted(s.labels.items())): s.value
+        tuple(sorted(own_labels(s).items())): s.value
         for s in families["sparktrail_hints"].samples
     }
     assert counted == {
