@@ -37,7 +37,7 @@ from sparktrail.summaries.hints import share_of_saved, shown_hints
 from .figures import SHARE_ONLY
 from .html_pages import write_page
 from .spark_tables import SORT_SCRIPT
-from .verdict import _span_ns, verdict
+from .verdict import run_wall_ns, verdict
 
 __all__ = ["FLEET_PAGE", "ROW_KEYS", "fleet_row", "rank_rows", "write_fleet_page"]
 
@@ -78,7 +78,7 @@ def fleet_row(profile: Profile, report: str | None) -> dict[str, Any]:
     """
     summaries = profile.summaries
     context = summaries.context
-    span = _span_ns(summaries)
+    span = run_wall_ns(summaries)
     wall_s = span / 1e9 if span is not None else None
     core_hours = None
     if span is not None:

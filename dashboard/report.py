@@ -28,7 +28,7 @@ from sparktrail.pag.schemas import WINDOW_END_NS, WINDOW_START_NS
 from sparktrail.summaries import SHUFFLE_NOTE, Summaries
 from sparktrail.summaries.frames import CP_SHARE, HAS_PATHS, SUMMARY_FRAMES
 from sparktrail.summaries.hints import integrity_notes, shown_hints
-from sparktrail.summaries.run_shares import windows_extent
+from sparktrail.summaries.run_shares import run_span
 from sparktrail.units import duration
 
 from . import figures, spark_tables, stream_figures
@@ -107,16 +107,17 @@ def window_text(summaries: Summaries) -> str:
 def _overview(summaries: Summaries, title: str, window: tuple[int, int] | None) -> str:
     windows = summaries.windows
     rows = [("input", title), ("window size", window_text(summaries))]
-    extent = windows_extent(windows)
-    if extent is None:
+    span = run_span(summaries.context, windows)
+    if windows.is_empty():
         rows.append(("windows", "0"))
     else:
-        first, last = extent
         with_paths = int(windows[HAS_PATHS].sum())
-        rows += [
-            ("windows", f"{len(windows)} ({with_paths} with a critical path)"),
-            ("time span", f"{_utc(first)} – {_utc(last)} ({duration(last - first)})"),
-        ]
+        rows.append(("windows", f"{len(windows)} ({with_paths} with a critical path)"))
+    if span is not None:
+        first, last = span
+        rows.append(
+            ("time span", f"{_utc(first)} – {_utc(last)} ({duration(last - first)})")
+        )
     if window is not None:
         rows.append(("most critical window", f"{_utc(window[0])} (see the last chart)"))
     top = summaries.activity.head(3).select("activity", CP_SHARE).rows()

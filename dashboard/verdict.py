@@ -33,7 +33,7 @@ from sparktrail.summaries.frames import CP_SHARE
 from sparktrail.summaries.hints import share_of_saved, shown_hints
 from sparktrail.summaries.hints.facts import run_facts
 from sparktrail.summaries.operator import stage_label
-from sparktrail.summaries.run_shares import job_time_ns, windows_extent
+from sparktrail.summaries.run_shares import job_time_ns, run_span
 from sparktrail.units import duration
 
 from .figures import SHARE_ONLY, saving_text
@@ -42,6 +42,7 @@ __all__ = [
     "NO_JOB",
     "header_facts",
     "header_line",
+    "run_wall_ns",
     "verdict",
 ]
 
@@ -103,17 +104,10 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _span_ns(summaries: Summaries) -> int | None:
-    """The run's wall time: the context's, else the windows' span."""
-    context = summaries.context
-    if context.start_ns is not None and context.end_ns is not None:
-        return max(0, context.end_ns - context.start_ns)
-    extent = windows_extent(summaries.windows)
-    if extent is None:
-        return None
-    first, last = extent
-    start = context.start_ns if context.start_ns is not None else first
-    return max(0, last - start)
+def run_wall_ns(summaries: Summaries) -> int | None:
+    """The run's wall time (:func:`~sparktrail.summaries.run_shares.run_span`)."""
+    span = run_span(summaries.context, summaries.windows)
+    return None if span is None else span[1] - span[0]
 
 
 def _executors(context: AppContext) -> str | None:
@@ -150,6 +144,9 @@ def _counts(summaries: Summaries) -> tuple[int | None, int, int | None]:
     operator = summaries.operator
     jobs: int | None = len(summaries.context.jobs) or None
     if "stage_id" not in operator.columns:
+        if "stage_ids" in operator.columns:  # the live whole run: stages listed
+            ran = operator["stage_ids"].explode().drop_nulls().n_unique()
+            return jobs, ran, None
         return jobs, 0, None
     stages = operator.filter(pl.col("stage_id").is_not_null())
     if jobs is None and "job_id" in stages.columns:
@@ -190,7 +187,7 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
     """
     context = summaries.context
     facts = _app_facts(context)
-    span = _span_ns(summaries)
+    span = run_wall_ns(summaries)
     if live and context.start_ns is None:
         span = None  # one window's span is not the run's
     if span is not None:
@@ -370,7 +367,11 @@ def verdict(
     context = summaries.context
     if window and (stages == 0 or tasks == 0):
         return "No Spark task ran in this window."
-    if (context.known and not context.jobs) or stages == 0 or tasks == 0:
+    if context.known and not context.jobs:
+        return NO_JOB
+    if stages == 0 or tasks == 0:
+        if jobs:  # the header counts them: say what they lacked
+            return f"The {_plural(jobs, 'job')} ran no task: nothing to profile."
         return NO_JOB
     if not hints_known:
         return (

@@ -23,6 +23,7 @@ __all__ = [
     "n_path_windows",
     "path_windows",
     "run_share",
+    "run_span",
     "whole_run",
     "window_span",
     "windows_extent",
@@ -94,6 +95,29 @@ def windows_extent(windows: pl.DataFrame) -> tuple[int, int] | None:
     first = windows[WINDOW_START_NS].min()
     last = windows[WINDOW_END_NS].max()
     return int(first), int(last)  # type: ignore[arg-type]
+
+
+def run_span(context: Any, windows: pl.DataFrame) -> tuple[int, int] | None:
+    """The run's start and end, whose difference is its wall time on every
+    page (the header, the verdict, the report's overview, the fleet row):
+    the application's start and end as the log says them (``context``, an
+    :class:`~sparktrail.pag.context.AppContext`); where it lacks one, the
+    windows' first start or last end (``None``: neither is known).
+
+    >>> from sparktrail.pag.context import AppContext
+    >>> w = pl.DataFrame({"window_start_ns": [0, 10], "window_end_ns": [10, 20]})
+    >>> run_span(AppContext(start_ns=2, end_ns=17), w), run_span(AppContext(), w)
+    ((2, 17), (0, 20))
+    """
+    extent = windows_extent(windows)
+    start, end = context.start_ns, context.end_ns
+    if start is None:
+        start = None if extent is None else extent[0]
+    if end is None:
+        end = None if extent is None else extent[1]
+    if start is None or end is None:
+        return None
+    return start, max(start, end)
 
 
 def with_paths(per_window: Frame, windows: Frame) -> Frame:

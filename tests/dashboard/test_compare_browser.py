@@ -30,8 +30,8 @@ pytestmark = pytest.mark.integration
 WAIT = 30.0
 SCREENSHOT = Path("/tmp/sparktrail-compare.png")
 VERDICT = (
-    "1.0 s faster (2.6 s → 1.6 s): 1.0 s of it is agg at etl.py:76 · "
-    "HashAggregate [k]; the over partitioned hint predicted 1.5 s, saved 1.0 s "
+    "1 s faster (2.6 s → 1.6 s): 1 s of it is agg at etl.py:76 · "
+    "HashAggregate [k]; the over partitioned hint predicted 1.5 s, saved 1 s "
     "(effective)."
 )
 #: Script: the waterfall's trace type and bar labels, or null before it is drawn.
@@ -103,8 +103,8 @@ def test_serve_compare_leads_with_the_verdict(compare_server: str, browser: Any)
         "over_partitioned",
         AGG,
         "spark.sql.shuffle.partitions=8",
-        "1.50 s",
-        "1.00 s",
+        "1.5 s",
+        "1 s",
         "effective",
     ]
     ids = [s.get_attribute("id") for s in browser.find_elements(By.TAG_NAME, "section")]

@@ -34,7 +34,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     logs.mkdir()
     for log in LOGS:
         shutil.copyfile(log, logs / log.name)
-    (logs / "broken-1").write_bytes(b"not an event log\n")
+    # a log cut in its first event (a file with no event at all is skipped)
+    (logs / "broken-1").write_bytes(b'{"Event":"SparkListenerLogStart","Spark Ver\n')
     out = logs.parent / "out"
     scan(logs, out, jobs=2)
     return out

@@ -75,9 +75,13 @@ def test_every_renderer_says_the_same(log: Path, tmp_path: Path) -> None:
     assert row["verdict"] == said
     for _, value in header_facts(summaries):
         assert html.escape(value) in report
-    # AND the wall time is the fleet row's, printed one way
+    # AND the wall time is the fleet row's, printed one way, in the header
+    # and in the report's time span
+    visible = _visible(report)
     if row["wall_s"] is not None:
-        assert f"{duration(row['wall_s'] * 1e9)} wall time" in terminal
+        wall = duration(row["wall_s"] * 1e9)
+        assert f"{wall} wall time" in terminal
+        assert f"({wall})" in visible
     # AND the top hint and its saving are the same in --json, the terminal
     # and the fleet row
     shown = [h for h in got["json"] if h["severity"] != "info"]
@@ -92,7 +96,6 @@ def test_every_renderer_says_the_same(log: Path, tmp_path: Path) -> None:
         assert "Hints (0):" in terminal
     # AND no number in scientific notation, and streaming words only where
     # a streaming query ran
-    visible = _visible(report)
     for text in (terminal, visible):
         assert not SCIENTIFIC.search(text), SCIENTIFIC.search(text)
         if not summaries.context.batches:

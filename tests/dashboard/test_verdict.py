@@ -209,6 +209,10 @@ def test_verdict_without_a_job_says_there_was_nothing_to_profile() -> None:
     # THEN the verdict says no Spark job ran
     assert verdict(summaries(context=no_job)) == NO_JOB
     assert verdict(summaries(context=AppContext(), stages=False)) == NO_JOB
+    # AND jobs that ran no task are counted in the header and said so
+    idle_jobs = summaries(stages=False)
+    assert "2 jobs" in header_line(idle_jobs)
+    assert verdict(idle_jobs) == "The 2 jobs ran no task: nothing to profile."
     assert NO_JOB == "No Spark job ran: nothing to profile."
     # AND the header still says what ran, with no task
     facts = dict(header_facts(summaries(context=no_job, stages=False)))
