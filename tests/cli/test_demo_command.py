@@ -49,7 +49,7 @@ def test_ctrl_c_ends_after_the_running_round_without_a_traceback(
 
     # GIVEN demo --serve with the server faked and a workload whose second
     # round gets a Ctrl-C (SIGINT) while it runs
-    monkeypatch.setattr(app_module, "serve", lambda app, host, port: None)
+    monkeypatch.setattr(app_module, "serve", lambda app, host, port, **_: None)
     monkeypatch.setattr(workloads, "warm_python_workers", lambda spark: None)
     rounds: list[int] = []
 
