@@ -58,7 +58,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import polars as pl
 
@@ -69,6 +69,9 @@ from sparktrail.summaries.run_shares import windows_extent
 from sparktrail.units import duration
 
 from .report import window_text
+
+if TYPE_CHECKING:
+    from sparktrail.engines.run_so_far import RunSoFar
 
 __all__ = [
     "IDLE_AFTER_S",
@@ -244,6 +247,10 @@ class ViewState:
         trace idle, or not a live source.
     live
         Whether more windows may come (the page then refreshes).
+    run
+        The whole run so far, profiled as ``sparktrail profile`` would
+        (:class:`~sparktrail.engines.run_so_far.RunSoFar`); ``None`` before
+        its first profile, or for a report (whose one view is the run).
     version
         Increases with every published snapshot.
     windows_version
@@ -261,6 +268,7 @@ class ViewState:
     rows_read: int = 0
     lag_ns: int | None = None
     live: bool = True
+    run: Summaries | None = None
     version: int = 0
     windows_version: int = 0
 
@@ -396,6 +404,9 @@ class LiveLoader:
     cached_windows
         How many windows' frames to keep in memory (the newest and the
         recently picked); the others are read from the store when picked.
+    run_so_far
+        Profiles the whole trace now and then in the background; each
+        snapshot carries its newest result (``None``: no whole-run answers).
     """
 
     def __init__(
@@ -404,8 +415,11 @@ class LiveLoader:
         trace_dir: str | Path,
         lateness_ns: int,
         cached_windows: int = CACHED_WINDOWS,
+        run_so_far: RunSoFar | None = None,
     ) -> None:
         self._open_pipeline = open_pipeline
+        self._run_so_far = run_so_far
+        self._run: Summaries | None = None
         self.trace_dir = Path(trace_dir)
         self.lateness_ns = lateness_ns
         self._pipeline: LivePipeline | None = None
@@ -466,12 +480,16 @@ class LiveLoader:
                 self._activity, [w.summaries.activity_by_window for w in closed]
             )
             self._windows_version += 1
+        run_changed = self._follow_run(pipeline.rows_read)
+        if run_changed:
+            self._windows_version += 1
         lag = self._lag(pipeline)
         status = self._status(pipeline, lag)
         last = self._last
         if (
             last is not None
             and not closed
+            and not run_changed
             and (status, pipeline.corrupt_files, pipeline.late_rows)
             == (last.status, last.corrupt_files, last.late_rows)
             and pipeline.rows_read == last.rows_read
@@ -488,10 +506,22 @@ class LiveLoader:
             rows_read=pipeline.rows_read,
             lag_ns=lag,
             live=True,
+            run=self._run,
             version=self._version,
             windows_version=self._windows_version,
         )
         return self._last
+
+    def _follow_run(self, rows_read: int) -> bool:
+        """Offer the trace to the whole-run profile; whether a new one is in."""
+        if self._run_so_far is None:
+            return False
+        self._run_so_far.offer(rows_read)
+        result = self._run_so_far.latest()
+        if result is None or result.summaries is self._run:
+            return False
+        self._run = result.summaries
+        return True
 
     def _lag(self, pipeline: LivePipeline) -> int | None:
         """:func:`lag_ns` now, or ``None`` while the trace is idle."""
@@ -583,6 +613,7 @@ class UpdateThread(threading.Thread):
                 late_rows=old.late_rows,
                 rows_read=old.rows_read,
                 lag_ns=old.lag_ns,
+                run=old.run,
                 version=old.version + 1,
                 windows_version=old.windows_version,
             )

@@ -130,12 +130,13 @@ def _add_sections(app: dash.Dash, source: ViewSource) -> None:
     @app.callback(
         dash.Output("app-header", "children"),
         dash.Output("verdict", "children"),
+        dash.Output("window-line", "children"),
         *_PICKED,
         prevent_initial_call=True,  # the layout has them
     )
-    def describe(key: Any, _: Any) -> tuple[list[Any], str]:
-        facts, sentence = headline(source.latest(), key)
-        return fact_spans(facts), sentence
+    def describe(key: Any, _: Any) -> tuple[list[Any], str, str]:
+        facts, sentence, window_line = headline(source.latest(), key)
+        return fact_spans(facts), sentence, window_line
 
     @app.callback(
         [dash.Output(key, "data") for key in TABLES]

@@ -17,13 +17,14 @@ import plotly.graph_objects as go
 import polars as pl
 
 from sparktrail.pag.schemas import WINDOW_START_NS
+from sparktrail.summaries import Summaries
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
-from .live_view import ViewState, WindowView, closed_label
+from .live_view import ViewState, WindowView, closed_label, utc
 from .over_time_chart import activity_figure, window_shading
-from .verdict import header_facts, verdict
-from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, whole_run_view
+from .verdict import header_facts, verdict, window_state
+from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, profile_pending, whole_run_view
 
 __all__ = [
     "CAPTIONS",
@@ -87,8 +88,8 @@ TABLES: dict[str, tuple[str, str, dict[str, spark_tables.Column], str]] = {
 
 #: What a table says when the view has no rows for it.
 WHOLE_RUN_TABLES = (
-    "whole-run tables need the whole trace: `sparktrail profile` writes them; "
-    "pick a window for its tables"
+    "the run's tables come with its first whole-run profile (every few "
+    "seconds while it runs); pick a window for its tables"
 )
 
 
@@ -144,7 +145,7 @@ def is_whole_run(snapshot: ViewState, view: WindowView) -> bool:
 def window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure]:
     summaries = view.summaries
     hints = figures.hints_table(shown_hints(summaries.hints))
-    if view.key == WHOLE_RUN:
+    if profile_pending(view):
         hints = figures.empty_figure(WHOLE_RUN_HINTS)
     if len(hints.data) == 0:  # a sentence, first on the page: keep it short
         hints.update_layout(height=EMPTY_HINTS_HEIGHT)
@@ -210,31 +211,55 @@ def communication_panel(snapshot: ViewState, key: object) -> tuple[dict[str, str
     return {}, ""
 
 
-def headline(snapshot: ViewState, key: object) -> tuple[list[tuple[str, str]], str]:
-    """The application header's facts and the verdict for the picked view.
+def headline(
+    snapshot: ViewState, key: object
+) -> tuple[list[tuple[str, str]], str, str]:
+    """The application header's facts, the verdict and the window line.
 
-    A report's header and verdict are its whole run's (as in the report).
-    While live, the header is the newest window's context (the run so far)
-    and the verdict the picked window's; the whole run has no hints
-    (:data:`~sparktrail.dashboard.whole_run.WHOLE_RUN_HINTS`), so its
-    verdict says what the critical path was made of. Nothing before the
-    first window.
+    A report's header and verdict are its whole run's (as in the report),
+    with no window line. While live, the page leads with the run: once the
+    snapshot carries the run so far (``ViewState.run``), the header counts
+    its jobs, stages and tasks and the verdict is its top hint's, whatever
+    window is picked; the window line, smaller, says how the picked window
+    (or, on the whole run, the latest) went, and once the log's end is read,
+    that the application ended. Before that first profile the header is
+    the newest window's context and the verdict the picked view's (the
+    windows' mean has no hints: :data:`WHOLE_RUN_HINTS`). Nothing before
+    the first window.
 
     >>> headline(ViewState(source="t", status="starting"), None)
-    ([], '')
+    ([], '', '')
     """
     view = pick_view(snapshot, key)
     if view is None or not snapshot.windows:
-        return [], ""
+        return [], "", ""
     try:
         if not snapshot.live:
-            return header_facts(view.summaries), verdict(view.summaries)
+            return header_facts(view.summaries), verdict(view.summaries), ""
+        run = snapshot.run
+        if run is not None:
+            facts = header_facts(run, live=True, window=False)
+            return facts, verdict(run), _window_line(snapshot, view, run)
         facts = header_facts(snapshot.windows[-1].summaries, live=True)
         if view.key == WHOLE_RUN:
-            return facts, verdict(view.summaries, hints_known=False)
-        return facts, f"This window: {verdict(view.summaries, window=True)}"
+            return facts, verdict(view.summaries, hints_known=False), ""
+        return facts, f"This window: {verdict(view.summaries, window=True)}", ""
     except (OSError, pl.exceptions.PolarsError):  # a store window gone
-        return [], ""
+        return [], "", ""
+
+
+def _window_line(snapshot: ViewState, view: WindowView, run: Summaries) -> str:
+    """The smaller line under the run's verdict: the application's end, or
+    the picked window (the latest on the whole run) in its own words."""
+    end = run.context.end_ns
+    ended = f"The application ended at {utc(end)} UTC" if end is not None else ""
+    if view.key == WHOLE_RUN and ended:
+        return f"{ended}: this is its whole run."
+    shown = snapshot.windows[-1] if view.key == WHOLE_RUN else view
+    which = "Latest window" if shown is snapshot.windows[-1] else "This window"
+    said = window_state(shown.summaries)
+    line = f"{which} ({closed_label(shown.start_ns, shown.end_ns)}): {said}"
+    return f"{ended}. {line}" if ended else line
 
 
 def table_data(
@@ -260,8 +285,10 @@ def table_data(
             out.append(([], f"window {view.label} could not be read: {err}"))
             continue
         if frame.is_empty():
-            whole = snapshot.live and view.key == WHOLE_RUN
-            out.append(([], WHOLE_RUN_TABLES if whole else "no task ran in this view"))
+            pending = snapshot.live and profile_pending(view)
+            out.append(
+                ([], WHOLE_RUN_TABLES if pending else "no task ran in this view")
+            )
             continue
         out.append((spark_tables.table_records(frame, columns), ""))
     return out

@@ -38,6 +38,8 @@ _GRID = {
 _NOTE = {"color": "#555", "fontSize": "0.9em", "margin": "0.2em 0 0.6em"}
 
 
+#: The picked (or latest) window's state, under the run's verdict.
+_WINDOW_LINE = {"color": "#555", "fontSize": "0.95em", "margin": "0 0 0.5em 0"}
 _VERDICT = {
     "fontSize": "1.15em",
     "fontWeight": 600,
@@ -173,7 +175,7 @@ def _graph_sections() -> dict[str, html.Section]:
 
 def _header(snapshot: ViewState) -> list[Any]:
     """The title, the source, the application's facts and the verdict."""
-    facts, sentence = headline(snapshot, LATEST)
+    facts, sentence, window_line = headline(snapshot, LATEST)
     return [
         html.H1("sparktrail", style={"marginBottom": "0.1em"}),
         html.Div(snapshot.source, id="source", style={"color": "#555"}),
@@ -183,6 +185,7 @@ def _header(snapshot: ViewState) -> list[Any]:
             style={"color": "#444", "margin": "0.3em 0"},
         ),
         html.Div(sentence, id="verdict", style=_VERDICT),
+        html.Div(window_line, id="window-line", style=_WINDOW_LINE),
     ]
 
 

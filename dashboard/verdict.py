@@ -44,6 +44,7 @@ __all__ = [
     "header_line",
     "run_wall_ns",
     "verdict",
+    "window_state",
 ]
 
 #: The verdict of a run in which no Spark job (or no task) ran.
@@ -158,11 +159,14 @@ def _counts(summaries: Summaries) -> tuple[int | None, int, int | None]:
     return jobs, ids.n_unique(), tasks
 
 
-def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str, str]]:
+def header_facts(
+    summaries: Summaries, *, live: bool = False, window: bool | None = None
+) -> list[tuple[str, str]]:
     """What ran, as ``(label, value)`` pairs; unknown facts are left out.
 
-    ``live``: ``summaries`` are the newest window of a run still going:
-    the wall time is "so far" and only the jobs (the context's) are
+    ``live``: the run may still be going: its wall time is "so far" until
+    the log's end is read. ``window`` (default: ``live``): ``summaries``
+    are the newest window's, so only the jobs (the context's) are
     counted, since a window's stages and tasks are not the run's.
 
     Examples
@@ -187,8 +191,9 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
     """
     context = summaries.context
     facts = _app_facts(context)
+    window = live if window is None else window
     span = run_wall_ns(summaries)
-    if live and context.start_ns is None:
+    if window and context.start_ns is None:
         span = None  # one window's span is not the run's
     if span is not None:
         so_far = " so far" if live and context.end_ns is None else ""
@@ -196,7 +201,7 @@ def header_facts(summaries: Summaries, *, live: bool = False) -> list[tuple[str,
     executors = _executors(context)
     if executors:
         facts.append(("executors", executors))
-    work = _work(summaries, live)
+    work = _work(summaries, window)
     if work is not None:
         facts.append(("work", work))
     return facts
@@ -272,6 +277,18 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
 def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
     """What the top hint says holds the run back and what its change saves;
     what to change is the hint's own action, named, not restated."""
+    problem = _problem(summaries, hint)
+    saving = saving_text(hint)
+    if not saving:
+        return f"{problem}: the first hint says what to change."
+    if share_of_saved(hint) in SHARE_ONLY:
+        return f"{problem} ({saving}): the first hint says what to change."
+    verb = "frees" if share_of_saved(hint) == "slot_time" else "saves"
+    return f"{problem}: the first hint's change {verb} {saving}."
+
+
+def _problem(summaries: Summaries, hint: dict[str, Any]) -> str:
+    """What a hint says holds the run back (:data:`_PROBLEM`), capitalised."""
     kind = str(hint.get("kind"))
     stage_id = hint.get("stage_id")
     partition = hint.get("partition")
@@ -290,14 +307,31 @@ def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
         kind, f"the {kind.replace('_', ' ')} hint holds the run back"
     )
     problem = problem.format(**names)
-    problem = f"{problem[0].upper()}{problem[1:]}"
-    saving = saving_text(hint)
-    if not saving:
-        return f"{problem}: the first hint says what to change."
-    if share_of_saved(hint) in SHARE_ONLY:
-        return f"{problem} ({saving}): the first hint says what to change."
-    verb = "frees" if share_of_saved(hint) == "slot_time" else "saves"
-    return f"{problem}: the first hint's change {verb} {saving}."
+    return f"{problem[0].upper()}{problem[1:]}"
+
+
+def window_state(summaries: Summaries) -> str:
+    """One window of a live run in a sentence, for the line under the run's
+    verdict: what its top shown hint says holds it back, else what its
+    critical path was mostly made of (never the run's jobs or shares).
+
+    >>> from sparktrail.summaries.frames import SUMMARY_SCHEMAS
+    >>> frames = {n: pl.DataFrame(schema=s) for n, s in SUMMARY_SCHEMAS.items()}
+    >>> window_state(Summaries(**frames, window_ns=1, origin_ns=0))
+    'No Spark task ran in it.'
+    """
+    _, stages, tasks = _counts(summaries)
+    if stages == 0 or tasks == 0:
+        return "No Spark task ran in it."
+    hints = shown_hints(summaries.hints)
+    if not hints.is_empty():
+        return f"{_problem(summaries, hints.row(0, named=True))}."
+    top = summaries.activity.filter(pl.col(CP_SHARE) > 0).head(1)
+    if top.is_empty():
+        return "It has no path from start to end."
+    activity, share = top.row(0)[0], float(top[CP_SHARE][0])
+    name = _ACTIVITY_TEXT.get(activity, activity)
+    return f"{name} made {share:.0%} of its critical path."
 
 
 def _idle_text(summaries: Summaries, share: float) -> str | None:

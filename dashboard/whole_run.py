@@ -8,11 +8,14 @@ window's CP sums to 1, so CP shares are summed and divided by their
 number). The timeline shows the most critical window, picked as the
 report picks it (:func:`~sparktrail.engines.profiler.most_critical_window`).
 
-The hints need the whole trace (task facts, driver intervals), which the
-live dashboard does not keep: the view has none, and the page says where
-whole-run hints come from (``sparktrail profile``).
+The hints need the whole trace (task facts, driver intervals): once the
+snapshot carries the run so far (``ViewState.run``, profiled in the
+background by :class:`~sparktrail.engines.run_so_far.RunSoFar` as
+``sparktrail profile`` would), the view is that profile, hints, stage
+and executor tables included. Before its first profile, the view is the
+windows' mean and has no hints (:data:`WHOLE_RUN_HINTS` says so).
 
-The frames are computed when the view is first drawn, reading every
+The windows' mean is computed when the view is first drawn, reading every
 window's frames once (from the store for windows no longer cached).
 """
 
@@ -27,14 +30,20 @@ from sparktrail.summaries import Summaries, n_path_windows
 
 from .live_view import ViewState, WindowFrames, WindowView, utc
 
-__all__ = ["WHOLE_RUN", "WHOLE_RUN_HINTS", "whole_run_frames", "whole_run_view"]
+__all__ = [
+    "WHOLE_RUN",
+    "WHOLE_RUN_HINTS",
+    "profile_pending",
+    "whole_run_frames",
+    "whole_run_view",
+]
 
 #: The window-picker value of the whole run.
 WHOLE_RUN = "whole-run"
 #: What the hints table says for the whole run of a live trace.
 WHOLE_RUN_HINTS = (
-    "whole-run hints need the whole trace: `sparktrail profile` writes them; "
-    "pick a window for its hints"
+    "the run's hints come with its first whole-run profile (every few "
+    "seconds while it runs); pick a window for its hints"
 )
 
 
@@ -184,8 +193,18 @@ def whole_run_view(snapshot: ViewState) -> WindowView | None:
         return views[-1]
     start, end = views[0].start_ns, views[-1].end_ns
     label = f"whole run {utc(start)} – {utc(end)} UTC ({len(views)} windows)"
+    run = snapshot.run
+    if run is not None:
+        held = WindowFrames(run, _most_critical_cp(views, run))
+        return _WholeRun(start, end, label, lambda: held)
     frames = functools.partial(_cached, views, snapshot.activity_by_window)
-    return _WholeRun(start, end, label, frames)
+    return _WindowsMean(start, end, label, frames)
+
+
+def profile_pending(view: WindowView) -> bool:
+    """Whether ``view`` is the live whole run before its first profile
+    (the windows' mean: no hints, no stage or executor tables)."""
+    return isinstance(view, _WindowsMean)
 
 
 class _WholeRun(WindowView):
@@ -195,6 +214,10 @@ class _WholeRun(WindowView):
     def key(self) -> str:
         """The window-picker value of the whole run."""
         return WHOLE_RUN
+
+
+class _WindowsMean(_WholeRun):
+    """The whole run as the mean of its windows, until it is profiled."""
 
 
 _last: tuple[tuple[WindowView, ...], WindowFrames] | None = None

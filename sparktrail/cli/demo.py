@@ -18,9 +18,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ._invocation import program
 from ._options import add_lateness, add_server, add_window
+
+if TYPE_CHECKING:
+    from sparktrail.tracer.listener import LiveStats
 
 
 def register(subparsers: Any) -> None:
@@ -80,13 +84,37 @@ def run(args: argparse.Namespace) -> int:
         else:
             _run_workloads(spark)
         stats = detach(spark)
-        print(f"traced live: {stats}", flush=True)
     finally:
         spark.stop()
-    rows = len(read_trace(out))
-    print(f"trace: {out} ({rows} rows); profile it with")
-    print(f"  sparktrail profile {out} --window 1s -o {out.parent / 'profile'}")
+    print(traced_line(stats, len(read_trace(out)), out), flush=True)
+    profile = f"{program()} profile {out} --window 1s -o {out.parent / 'profile'}"
+    print(f"profile it with: {profile}")
     return 0
+
+
+def traced_line(stats: LiveStats, rows: int, out: Path) -> str:
+    """What the live tracer took, in one line: events, rows, drops.
+
+    >>> from sparktrail.tracer.listener import LiveStats
+    >>> s = LiveStats(events_seen=900, events_received=812, task_ends=640,
+    ...     lines_written=830, lines_buffered=0, segments=3, trace_files=4,
+    ...     rows=2100, dropped={"shared": 0, "eventLog": 0})
+    >>> print(traced_line(s, 2100, Path("run")))  # doctest: +NORMALIZE_WHITESPACE
+    traced 812 events (640 tasks) into run: 2,100 trace rows in 4 files;
+    Spark dropped no event
+    """
+    lost = sum(stats.dropped.values())
+    dropped = (
+        "Spark dropped no event"
+        if not lost
+        else "Spark dropped "
+        + ", ".join(f"{n:,} on {q}" for q, n in stats.dropped.items() if n)
+        + " (raise spark.scheduler.listenerbus.eventqueue.capacity)"
+    )
+    return (
+        f"traced {stats.events_received:,} events ({stats.task_ends:,} tasks) into "
+        f"{out}: {rows:,} trace rows in {stats.trace_files} files; {dropped}"
+    )
 
 
 def _run_workloads(spark: Any) -> None:

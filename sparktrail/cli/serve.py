@@ -74,9 +74,11 @@ def live_loader(
     ``options`` go to :class:`~sparktrail.dashboard.live_view.LiveLoader`.
     """
     from sparktrail.dashboard.live_view import LiveLoader
+    from sparktrail.engines.run_so_far import RunSoFar
 
     engine = engine_for("polars", window_ns)
     pipeline = functools.partial(engine.live, trace_dir, lateness_ns)
+    options.setdefault("run_so_far", RunSoFar(trace_dir, engine))
     return LiveLoader(pipeline, trace_dir, lateness_ns, **options)
 
 

@@ -226,10 +226,11 @@ def test_dashboard_headline_of_a_report_is_the_whole_runs() -> None:
     view = WindowView.held(T0, T0 + 20 * S, "whole run", s, None)
     snapshot = ViewState("out", "report", windows=(view,), live=False)
     # WHEN the page asks for its headline
-    facts, sentence = headline(snapshot, "latest")
-    # THEN it is the report's header and verdict
+    facts, sentence, window_line = headline(snapshot, "latest")
+    # THEN it is the report's header and verdict, with no window line
     assert facts == header_facts(s)
     assert sentence == verdict(s)
+    assert window_line == ""
 
 
 def test_dashboard_headline_while_live_is_the_picked_windows() -> None:
@@ -246,6 +247,6 @@ def test_dashboard_headline_while_live_is_the_picked_windows() -> None:
         headline(snapshot, str(T0))[1]
         == "This window: No Spark task ran in this window."
     )
-    facts, sentence = headline(snapshot, str(T0 + S))
+    facts, sentence, _ = headline(snapshot, str(T0 + S))
     assert sentence.startswith("This window: Partition 17 of stage 3")
     assert dict(facts)["work"] == "2 jobs"

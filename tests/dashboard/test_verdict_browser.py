@@ -25,8 +25,10 @@ pytestmark = pytest.mark.integration
 
 EVENTLOG = Path("/work/shared/eventlogs/local-1532512550423")
 S = 1_000_000_000
-WAIT = 20.0
+WAIT = 60.0
 HEADER = "Spark shell (local-1532512550423)"
+#: The live page with its whole-run verdict, for a reader of the test run.
+LIVE_SCREENSHOT = Path("/tmp/sparktrail-live-verdict.png")
 
 require_browser(EVENTLOG)
 
@@ -77,12 +79,22 @@ def test_the_live_page_shows_the_run_so_far_and_the_windows_verdict(
     thread = UpdateThread(live_loader(trace_dir, S, 2 * S).step, interval=0.2)
     thread.start()
     try:
-        assert thread.wait_for(lambda s: len(s.windows) > 0, WAIT)
+        # AND the run so far profiled in the background
+        assert thread.wait_for(lambda s: s.run is not None, WAIT)
         with served(create_app(thread)) as port:
             # WHEN the page opens
             browser.get(f"http://127.0.0.1:{port}/")
-            # THEN the header names the application, the verdict the window
-            assert HEADER in shown(browser, "app-header").text
-            assert shown(browser, "verdict").text.startswith("This window: ")
+            # THEN the header names the application and counts the run's
+            # work; the verdict is the run's, as `profile` prints it; the
+            # latest window is a smaller line under it
+            header = shown(browser, "app-header").text
+            assert HEADER in header and "2 jobs, 2 stages, 8 tasks" in header
+            verdict = shown(browser, "verdict")
+            assert verdict.text.startswith("Start-up took 75% of the run")
+            line = shown(browser, "window-line")
+            assert line.text.startswith("The application ended at ")
+            assert ". Latest window (" in line.text
+            assert verdict.location["y"] < line.location["y"]
+            assert browser.save_screenshot(str(LIVE_SCREENSHOT))
     finally:
         thread.stop()
