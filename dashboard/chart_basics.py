@@ -37,6 +37,7 @@ ACTIVITY_COLOURS: dict[str, str] = {
     "driver": "#2ca02c",
     "startup": "#98df8a",
     "waiting": "#c7c7c7",
+    "trigger_wait": "#dbdb8d",
     "control": "#7f7f7f",
     "data": "#393b79",
 }

@@ -96,6 +96,7 @@ _ACTIVITY_TEXT: dict[str, str] = {
     "result": "Sending task results",
     "gc": "Garbage collection",
     "waiting": "Waiting for work",
+    "trigger_wait": "Waiting for the next trigger",
     "control": "Messages between driver and executors",
     "data": "Data transfers",
 }

@@ -51,6 +51,7 @@ from .schemas import REQUIRED_COLUMNS, TRACE
 __all__ = [
     "ACTIVITIES",
     "COMMUNICATION_ACTIVITIES",
+    "IDLE_ACTIVITIES",
     "LOCAL_ACTIVITIES",
     "SCHEMA_VERSION",
     "SLICE_ROWS",
@@ -96,9 +97,16 @@ LOCAL_ACTIVITIES = (
     "driver",
     "startup",
     "waiting",
+    "trigger_wait",
 )
 COMMUNICATION_ACTIVITIES = ("control", "data")
 ACTIVITIES = LOCAL_ACTIVITIES + COMMUNICATION_ACTIVITIES
+#: Activities in which a worker does no work. ``waiting`` (for another
+#: worker) lies on no path; ``trigger_wait``, the driver's wait for a
+#: streaming query's next trigger while no job runs, does: then the whole
+#: application waits on a timer, and a window of a query that keeps up
+#: has its critical path through that wait (ARCHITECTURE, departures).
+IDLE_ACTIVITIES = ("waiting", "trigger_wait")
 
 #: Column name -> polars dtype, in file order: the trace schema of
 #: :mod:`~sparktrail.pag.schemas` (``REQUIRED_COLUMNS`` must be present).

@@ -20,6 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from sparktrail.pag.query_engine import collect
+from sparktrail.pag.trace import IDLE_ACTIVITIES
 
 from .run_shares import WINDOW, Frame, path_windows, whole_run
 
@@ -40,7 +41,7 @@ def worker_partial(cp: Frame) -> Frame:
     that is not ``waiting`` there); partials of disjoint sets of windows
     concatenate into the partial of their union.
     """
-    busy = (pl.col("activity") != "waiting") & (pl.col("weight_ns") > 0)
+    busy = ~pl.col("activity").is_in(IDLE_ACTIVITIES) & (pl.col("weight_ns") > 0)
     return cp.group_by(*WINDOW, "worker").agg(
         pl.col("executor").first(),
         pl.col("cp").sum().alias("cp_share"),

@@ -26,7 +26,7 @@ The rules those modules do not state:
   :class:`~sparktrail.tracer.streaming.StreamRecords` (the context's
   ``queries`` and ``batches``), a micro-batch's jobs carry its query, run
   and batch (``JobSpan``), and the driver's wait for a query's next
-  trigger is ``waiting`` (:mod:`~sparktrail.tracer.timelines`).
+  trigger is ``trigger_wait`` (:mod:`~sparktrail.tracer.timelines`).
 
 Assumptions
 -----------

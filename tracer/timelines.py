@@ -19,7 +19,8 @@
   else -> ``scheduling`` while a job runs, else ``driver``; but time
   while no job runs in which a Structured Streaming query waited for its
   next trigger (``waits``, :mod:`~sparktrail.tracer.streaming`) is
-  ``waiting``: a ``driver`` gap is cut there, and its pieces' vertices
+  ``trigger_wait`` (idle, but on the path: nothing else runs): a
+  ``driver`` gap is cut there, and its pieces' vertices
   inside the gap take the seq of the gap's first event (their times are
   the gap's own), so seqs of later events never depend on the cuts.
 * seq: every vertex of a worker gets the next value of that worker's
@@ -342,14 +343,14 @@ def _idle_rows(
     waits: list[tuple[int, int]],
     settle: Callable[[int, int], int] | None,
 ) -> None:
-    """A driver gap with no job running: ``driver``, but ``waiting`` where
+    """A driver gap with no job running: ``driver``, but ``trigger_wait`` where
     a query waited for its next trigger. Cut vertices keep ``seq``."""
     cuts = _cut_points(waits, start, end)
     last = len(cuts) - 2
     # Where the gap is cut depends on all of it: its pieces settle together.
     fixed = settle(start, end) if settle is not None else end
     for n, (a, b) in enumerate(itertools.pairwise(cuts)):
-        activity = "waiting" if _covered(waits, a, b) and a < b else "driver"
+        activity = "trigger_wait" if _covered(waits, a, b) and a < b else "driver"
         rows.add(
             "driver",
             "driver",

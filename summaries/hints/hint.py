@@ -139,6 +139,10 @@ class Hint:
     #: streaming query's busy time (its batches' trigger time), since the
     #: run of a streaming query lasts until it is stopped.
     share_of_ns: float | None = None
+    #: The most the change can save, whatever the replay says (``None``:
+    #: the changed stages' time bounds it): a rule that judged a stage by
+    #: its share of the critical path caps the saving at that share's time.
+    max_saving_ns: float | None = None
 
     def with_saving(self, saving_ns: float | None, wall_ns: float) -> Hint:
         """The hint with its predicted saving and its share of ``wall_ns``

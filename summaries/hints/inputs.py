@@ -20,6 +20,7 @@ from sparktrail.pag.context import AppContext
 from sparktrail.pag.query_engine import SMALL_ROWS, collect
 from sparktrail.pag.sorted_groups import slices_medians
 from sparktrail.pag.trace import (
+    IDLE_ACTIVITIES,
     Trace,
     collect_slices,
     mapped_concat,
@@ -598,7 +599,7 @@ class Context:
         without the per-activity table (most windows only ask this).
         """
         length = pl.col("end_ns") - pl.col("start_ns")
-        busy = (pl.col("activity") != "waiting") & (length > 0)
+        busy = ~pl.col("activity").is_in(IDLE_ACTIVITIES) & (length > 0)
         per_worker = collect_slices(
             self.trace,
             lambda _, frame: (

@@ -590,6 +590,9 @@ def parallelism(ctx: Context) -> list[Hint]:
                 stage_id=op["stage_id"],
                 predicted_saving_ns=saving,
                 change=change,
+                # A stage off the critical path saves nothing by running
+                # faster: the replay's saving is capped as the estimate is.
+                max_saving_ns=critical_ns,
             )
         )
     return hints

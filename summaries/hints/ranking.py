@@ -82,6 +82,8 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
     spans = [p.stage_before_ns for p in predictions]
     if all(s is not None for s in spans):
         saving = min(saving, float(sum(spans)))  # type: ignore[arg-type]
+    if hint.max_saving_ns is not None:
+        saving = min(saving, hint.max_saving_ns)
     evidence = hint.evidence | {
         "estimated_saving_ns": hint.predicted_saving_ns,
         "replayed_saving_ns": saving,

@@ -159,18 +159,18 @@ def idle_driver(frame: pl.DataFrame) -> list[tuple[int, int, str]]:
     ]
 
 
-def test_trigger_wait_is_waiting_and_trigger_work_stays_driver() -> None:
+def test_trigger_wait_is_its_own_activity_and_trigger_work_stays_driver() -> None:
     # GIVEN two micro-batches of a query 500 ms apart
     model = fed(BEFORE + AFTER)
     # WHEN the trace is built
     frame = model.build(final=True)
-    # THEN the wait for the next trigger is waiting, driver time inside a
+    # THEN the wait for the next trigger is trigger_wait, driver time inside a
     # trigger (before and after its job) is driver, and so is the time
     # after the last trigger (no next one to wait for)
     assert idle_driver(frame) == [
         (0, 300, "startup"),
         (650, 700, "driver"),
-        (700, 1200, "waiting"),
+        (700, 1200, "trigger_wait"),
         (1200, 1300, "driver"),
         (1550, 2000, "driver"),
     ]
@@ -191,7 +191,7 @@ def test_idle_triggers_after_the_last_batch_are_waits() -> None:
     # THEN the driver waited up to the last idle trigger, then ran driver code
     assert idle_driver(model.build(final=True))[-3:] == [
         (1550, 1600, "driver"),
-        (1600, 1900, "waiting"),
+        (1600, 1900, "trigger_wait"),
         (1900, 2000, "driver"),
     ]
     assert model.context().queries[0].idle_triggers == 2
@@ -270,7 +270,7 @@ def test_trigger_waits_of_the_kafka_log() -> None:
     assert [j.batch_id for j in context.jobs] == list(range(8))
     assert {j.query_id for j in context.jobs} == {context.queries[0].query_id}
     # AND the driver waits from each trigger's end to the next's start
-    waits = [(s, e) for s, e, a in idle_driver(trace.frame) if a == "waiting"]
+    waits = [(s, e) for s, e, a in idle_driver(trace.frame) if a == "trigger_wait"]
     gaps = [
         (b.trigger_end_ns // MS, c.timestamp_ns // MS)  # type: ignore[operator]
         for b, c in zip(context.batches, context.batches[1:], strict=False)
@@ -316,3 +316,22 @@ def test_spark_2_0_query_events(log: Path) -> None:
             b.batch_id is None and b.duration_ms is None for b in context.batches
         )
         assert all(b.num_input_rows is None for b in context.batches)
+
+
+def test_a_window_inside_the_wait_for_a_trigger_has_a_critical_path() -> None:
+    # GIVEN the two micro-batches, cut in 100 ms windows (issue 46: a query
+    # that keeps up had no path in 41 of 51 windows, their CP 0)
+    from sparktrail.pag import critical_participation
+
+    frame = fed(BEFORE + AFTER).build(final=True)
+    cp = critical_participation(frame, window_ns=100 * MS, origin_ns=0)
+    # WHEN the windows the query spent waiting for its trigger are summed
+    waits = cp.filter(
+        (pl.col("window_start_ns") >= 700 * MS) & (pl.col("window_end_ns") <= 1200 * MS)
+    )
+    per_window = waits.group_by("window_start_ns").agg(pl.col("cp").sum())
+    # THEN each has a path, and the wait lies on it in each
+    assert len(per_window) == 5
+    assert per_window["cp"].to_list() == pytest.approx([1.0] * 5)
+    on_wait = waits.filter(pl.col("activity") == "trigger_wait")
+    assert on_wait["window_start_ns"].n_unique() == 5 and (on_wait["cp"] > 0).all()

@@ -5,7 +5,8 @@ A rate source (~2000 rows/s), a 1 s processing-time trigger and a
 for about 6 s under ``tracer.attach``; the followed trace's context must
 hold the micro-batches, the jobs must name their query and batch, the
 stateful tasks must carry their state rows, and the driver's time between
-batches must be ``waiting``.
+batches must be ``trigger_wait``, and every window of the query has a
+critical path.
 """
 
 from __future__ import annotations
@@ -158,14 +159,37 @@ def test_driver_waits_between_batches(
         lo, hi = before.trigger_end_ns, after.timestamp_ns
         assert lo is not None and hi is not None
         inside = idle.filter((pl.col("start_ns") >= lo) & (pl.col("end_ns") <= hi))
-        assert set(inside["activity"]) <= {"waiting"}
+        assert set(inside["activity"]) <= {"trigger_wait"}
         waited += int((inside["end_ns"] - inside["start_ns"]).sum())
         gaps += max(0, hi - lo)
-    # All of each gap between a trigger's end and the next trigger is waiting
+    # All of each gap between a trigger's end and the next trigger is a
+    # trigger_wait
     # (no job runs then), and a 1 s trigger leaves some.
     assert waited == gaps > 0
     inside_triggers = idle.filter(pl.col("activity") == "driver")
     assert inside_triggers.height > 0  # planning, offsets, commits stay driver
+
+
+def test_every_window_of_a_query_that_keeps_up_has_a_critical_path(
+    streamed: dict[str, Any], context: AppContext
+) -> None:
+    # GIVEN the query's batches, each well within its 1 s trigger (issue 46:
+    # 41 of 51 windows of such a query had no path, their CP 0)
+    from sparktrail.engines.batch import summarize
+
+    batches = [b for b in context.batches if b.query_id == streamed["query_id"]]
+    first = min(b.timestamp_ns or 0 for b in batches)
+    last = max(b.trigger_end_ns or 0 for b in batches)
+    # WHEN the trace is profiled in 1 s windows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        windows = summarize(streamed["out"], 10**9).windows
+    # THEN each window from the first trigger to the last has a path
+    during = windows.filter(
+        (pl.col("window_start_ns") >= first) & (pl.col("window_end_ns") <= last)
+    )
+    assert during.height >= 3
+    assert during["has_paths"].all(), during.select("window_start_ns", "has_paths")
 
 
 def test_followed_trace_is_the_raw_log(streamed: dict[str, Any]) -> None:
