@@ -59,14 +59,11 @@ _TARGET = ("stage_id", "executor_id", "partition")
 
 @dataclass(frozen=True)
 class RunResult:
-    """One refresh: the run's summaries over the trace as it stood.
-
-    ``until_ns`` is the end of its last window, ``seconds`` how long the
-    profile took.
-    """
+    """One refresh: the run's summaries over the trace as it stood, and
+    ``seconds``, how long the profile took (the end of the trace it read is
+    its windows' last end)."""
 
     summaries: Summaries
-    until_ns: int | None
     seconds: float
 
 
@@ -114,10 +111,10 @@ def steady_lead(
     >>> steady_lead(h, ("spill", 2, None, None), margin=0.01)["kind"].to_list()
     ['gc', 'spill']
     """
-    if previous is None or hints.is_empty() or lead_key(hints) in (None, previous):
-        return hints
     if not isinstance(margin, float | int) or margin < 0:
         raise ValueError(f"margin {margin!r}: expected a share ≥ 0")
+    if previous is None or hints.is_empty() or lead_key(hints) in (None, previous):
+        return hints
     is_old = _key_expr(previous) & (pl.col("severity") != "info")
     old = hints.filter(is_old)
     if old.is_empty():
@@ -176,7 +173,6 @@ class RunSoFar:
         self._ended_at = -float("inf")
         self._last_cost = 0.0
         self._rows_asked = -1
-        self.errors = 0
 
     def latest(self) -> RunResult | None:
         """The newest finished refresh (``None`` before the first)."""
@@ -223,15 +219,10 @@ class RunSoFar:
                 # shows the pipeline's own warnings for closed windows.
                 warnings.simplefilter("ignore", SnapshotWarning)
                 summaries = self.engine.summarize(self.trace_dir, options=self.options)
-        except Exception:  # the next offer retries; the page keeps the last
-            self.errors += 1
-            raise
-        finally:
+        finally:  # on an error, the next offer retries; the page keeps the last
             self._ended_at = self._clock()
             self._last_cost = self._ended_at - began
         hints = steady_lead(summaries.hints, self._lead)
         summaries = dataclasses.replace(summaries, hints=hints)
         self._lead = lead_key(hints)
-        until = summaries.windows["window_end_ns"].max()
-        until_ns = int(until) if until is not None else None  # type: ignore[arg-type]
-        self._latest = RunResult(summaries, until_ns, self._last_cost)
+        self._latest = RunResult(summaries, self._last_cost)
