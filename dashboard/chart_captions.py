@@ -29,7 +29,7 @@ CAPTIONS: dict[str, str] = {
     "participation (CP): dark held the window back; faint: waiting; lines: "
     "messages. Past 5,000 bars, non-critical ones merge per worker and pixel "
     "(grey).",
-    "hints": "Rebalancing suggestions drawn from CP, most severe first: the "
-    "evidence is the numbers that fired the rule, the action what to change "
-    "(hover a column's heading for its meaning).",
+    "hints": "Rebalancing suggestions drawn from CP, most severe first: what "
+    "the rule found, with its numbers, and what to change (hover a column's "
+    "heading for its meaning; every number the rule read is in profile --json).",
 }

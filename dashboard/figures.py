@@ -17,8 +17,8 @@ The builders live in one module per view; this module names them all:
 * :mod:`~sparktrail.dashboard.operator_chart`: the critical path by operator;
 * :mod:`~sparktrail.dashboard.channel_heatmap`: by communication channel;
 * :mod:`~sparktrail.dashboard.timeline_gantt`: one window's timeline;
-* :mod:`~sparktrail.dashboard.hint_texts`: the hints table, their savings
-  and evidence as text;
+* :mod:`~sparktrail.dashboard.hint_texts`: the hints' cells and savings
+  as text;
 * :mod:`~sparktrail.dashboard.chart_captions`: the line under each chart;
 * :mod:`~sparktrail.dashboard.stream_figures`: Structured Streaming's
   micro-batches.
@@ -46,8 +46,7 @@ from .hint_texts import (
     HINT_COLUMNS,
     HINT_HELP,
     SHARE_ONLY,
-    evidence_text,
-    hints_table,
+    hint_cells,
     saving_text,
 )
 from .operator_chart import LABEL_CHARS, NO_STAGE, operator_bars, short_labels
@@ -79,8 +78,7 @@ __all__ = [
     "communication_heatmap",
     "critical_gantt",
     "empty_figure",
-    "evidence_text",
-    "hints_table",
+    "hint_cells",
     "ms_text",
     "one_executor",
     "operator_bars",

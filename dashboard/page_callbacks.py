@@ -25,6 +25,7 @@ from .page_content import (
     TABLES,
     communication_panel,
     headline,
+    hints_panel,
     is_whole_run,
     page_figures,
     pick_view,
@@ -137,6 +138,10 @@ def _add_sections(app: dash.Dash, source: ViewSource) -> None:
     def describe(key: Any, _: Any) -> tuple[list[Any], str, str]:
         facts, sentence, window_line = headline(source.latest(), key)
         return fact_spans(facts), sentence, window_line
+
+    @app.callback(dash.Output("hints", "children"), *_PICKED)
+    def list_hints(key: Any, _: Any) -> Any:
+        return hints_panel(source.latest(), key)
 
     @app.callback(
         [dash.Output(key, "data") for key in TABLES]

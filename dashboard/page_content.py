@@ -15,13 +15,14 @@ from typing import Any
 
 import plotly.graph_objects as go
 import polars as pl
+from dash import html
 
 from sparktrail.pag.schemas import WINDOW_START_NS
 from sparktrail.summaries import Summaries
 from sparktrail.summaries.hints import shown_hints
 
 from . import figures, spark_tables, stream_figures
-from .live_view import ViewState, WindowView, closed_label, utc
+from .live_view import LATEST, ViewState, WindowView, closed_label, utc
 from .over_time_chart import activity_figure, window_shading
 from .verdict import header_facts, verdict, window_state
 from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, profile_pending, whole_run_view
@@ -29,13 +30,15 @@ from .whole_run import WHOLE_RUN, WHOLE_RUN_HINTS, profile_pending, whole_run_vi
 __all__ = [
     "CAPTIONS",
     "DEFAULT_HEIGHT",
-    "EMPTY_HINTS_HEIGHT",
     "GRAPHS",
+    "HINTS_HEADING",
+    "NO_HINT",
     "TABLES",
     "WAITING",
     "WHOLE_RUN_TABLES",
     "communication_panel",
     "headline",
+    "hints_panel",
     "is_whole_run",
     "page_figures",
     "pick_view",
@@ -53,8 +56,10 @@ GRAPHS: dict[str, str] = {
     "operator-summary": "Operators (call site and plan node, across stages)",
     "communication-summary": "Communication channels",
     "critical-timeline": "Timeline of the selected window",
-    "hints": "Rebalancing hints",
 }
+
+#: The hints' section heading (an HTML table: its rows grow with the text).
+HINTS_HEADING = "Rebalancing hints"
 
 
 #: Graph component id -> the one line under it (figures.CAPTIONS).
@@ -94,10 +99,6 @@ WHOLE_RUN_TABLES = (
 
 
 DEFAULT_HEIGHT = 420
-
-
-#: The hints panel's height when it holds a sentence instead of a table.
-EMPTY_HINTS_HEIGHT = 160
 
 
 WAITING = "waiting for the first window to close…"
@@ -144,20 +145,104 @@ def is_whole_run(snapshot: ViewState, view: WindowView) -> bool:
 
 def window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure]:
     summaries = view.summaries
-    hints = figures.hints_table(shown_hints(summaries.hints))
-    if profile_pending(view):
-        hints = figures.empty_figure(WHOLE_RUN_HINTS)
-    if len(hints.data) == 0:  # a sentence, first on the page: keep it short
-        hints.update_layout(height=EMPTY_HINTS_HEIGHT)
-    elif not summaries.hints.is_empty():  # long evidence wraps to several lines
-        hints.update_layout(height=min(1200, 150 + 110 * len(summaries.hints)))
     return {
         "straggler-summary": figures.straggler_bars(summaries.straggler),
         "operator-summary": figures.operator_bars(summaries.operator),
         "communication-summary": figures.communication_heatmap(summaries.communication),
         "critical-timeline": _timeline(view, whole),
-        "hints": hints,
     }
+
+
+#: The hints section's sentence when no hint is shown.
+NO_HINT = "No rebalancing hint: no rule's numbers crossed its threshold."
+
+
+def hints_panel(snapshot: ViewState, key: object) -> Any:
+    """The shown hints of the picked view as an HTML table (its rows grow
+    with their text; the cells are :func:`~.figures.hint_cells`, the
+    report's), or the sentence saying why there is none. While live, once
+    the run so far is profiled, the latest window and the whole run show
+    the run's hints (the verdict above them is the run's); a picked window
+    shows its own, said to be that window's.
+
+    >>> hints_panel(ViewState(source="t", status="starting"), None).children
+    'waiting for the first window to close…'
+    """
+    view = pick_view(snapshot, key)
+    if view is None:
+        return html.P(WAITING if snapshot.live else snapshot.status, style=_NOTE)
+    if snapshot.live and snapshot.run is not None and key in _RUN_KEYS:
+        # The verdict above is the run's: so are the hints under it.
+        return [html.P(RUN_HINTS, style=_NOTE), _hints_table(snapshot.run.hints)]
+    if profile_pending(view):
+        return html.P(WHOLE_RUN_HINTS, style=_NOTE)
+    try:
+        table = _hints_table(view.summaries.hints)
+    except (OSError, pl.exceptions.PolarsError) as err:  # a store window gone
+        return html.P(f"window {view.label} could not be read: {type(err).__name__}")
+    if view.key == WHOLE_RUN or not snapshot.live:
+        return table
+    return [html.P(f"Window {view.label} alone:", style=_NOTE), table]
+
+
+#: What the live page's hints are, on the latest window or the whole run.
+RUN_HINTS = "The run so far (what sparktrail profile prints for it):"
+_RUN_KEYS = (LATEST, WHOLE_RUN, None)
+
+
+def _hints_table(frame: pl.DataFrame) -> Any:
+    hints = shown_hints(frame)
+    if hints.is_empty():
+        return html.P(NO_HINT, style=_NOTE)
+    head = html.Tr(
+        [
+            html.Th(heading, title=figures.HINT_HELP[column], style=_HEAD)
+            for column, heading in figures.HINT_COLUMNS.items()
+        ]
+    )
+    rows = [
+        html.Tr(
+            [
+                html.Td(text, style=_cell(i, row.get("severity")))
+                for i, text in enumerate(figures.hint_cells(row))
+            ],
+            className=f"severity-{row.get('severity')}",
+        )
+        for row in hints.iter_rows(named=True)
+    ]
+    return html.Table([html.Thead(head), html.Tbody(rows)], style=_TABLE)
+
+
+_NOTE = {"color": "#555"}
+_TABLE = {"borderCollapse": "collapse", "width": "100%", "fontSize": "0.9em"}
+_HEAD = {
+    "background": "#444",
+    "color": "white",
+    "textAlign": "left",
+    "padding": "4px 6px",
+    "cursor": "help",
+}
+_SEVERITY_COLOURS = {"high": "#b00", "medium": "#c60"}
+#: Columns of a word or a number (severity, kind, stage, executor,
+#: partition): never broken inside; the saving and the text wrap.
+_ONE_LINE = frozenset({0, 1, 3, 4, 5})
+
+
+def _cell(column: int, severity: Any) -> dict[str, str]:
+    """A hint cell's style: text wraps (the row grows); the severity in its
+    colour."""
+    style = {
+        "border": "1px solid #ddd",
+        "padding": "4px 6px",
+        "verticalAlign": "top",
+        "whiteSpace": "normal",
+        "overflowWrap": "anywhere",
+    }
+    if column in _ONE_LINE:
+        style |= {"whiteSpace": "nowrap"}
+    if column == 0 and severity in _SEVERITY_COLOURS:
+        style |= {"color": _SEVERITY_COLOURS[str(severity)], "fontWeight": "bold"}
+    return style
 
 
 def unreadable(view: WindowView, err: Exception) -> dict[str, go.Figure]:

@@ -12,9 +12,9 @@ from typing import Any
 
 from dash import dash_table, dcc, html
 
-from . import figures, spark_tables, stream_figures
+from . import spark_tables, stream_figures
 from .live_view import LATEST, ViewState
-from .page_content import CAPTIONS, GRAPHS, TABLES, headline
+from .page_content import CAPTIONS, GRAPHS, HINTS_HEADING, TABLES, headline
 from .window_picker import picker_options
 
 __all__ = ["counters_text", "fact_spans", "page_layout"]
@@ -51,7 +51,7 @@ _VERDICT = {
 
 
 #: Graphs the page shows first, in this order (then the streaming panel).
-_FIRST = ("hints", "activity-summary")
+_FIRST = ("activity-summary",)
 
 
 def _stream_section() -> html.Section:
@@ -140,19 +140,19 @@ def counters_text(snapshot: ViewState) -> str:
     )
 
 
-def _caption(key: str) -> Any:
-    if key != "hints":
-        return CAPTIONS[key]
-    # The hints table is drawn by plotly, whose headings take no hover text:
-    # the column names are listed under it, each with its meaning on hover.
-    names = [
-        html.Abbr(heading, title=figures.HINT_HELP[column])
-        for column, heading in figures.HINT_COLUMNS.items()
-    ]
-    columns: list[Any] = [" Columns: "]
-    for i, name in enumerate(names):
-        columns += [", " if i else "", name]
-    return [CAPTIONS[key], *columns, "."]
+def _hints_section() -> html.Section:
+    """The hints as an HTML table (:func:`~.page_content.hints_panel`), its
+    caption under it."""
+    return html.Section(
+        [
+            html.H3(HINTS_HEADING, style={"margin": "0.3em 0"}),
+            html.Div(id="hints"),
+            html.P(CAPTIONS["hints"], className="caption", style=_NOTE),
+        ],
+        id="hints-section",
+        title=HINTS_HEADING,
+        style={"gridColumn": "1 / -1"},
+    )
 
 
 def _graph_sections() -> dict[str, html.Section]:
@@ -161,12 +161,12 @@ def _graph_sections() -> dict[str, html.Section]:
         key: html.Section(
             [
                 dcc.Graph(id=key),
-                html.P(_caption(key), className="caption", style=_NOTE),
+                html.P(CAPTIONS[key], className="caption", style=_NOTE),
             ],
             id=f"{key}-section",
             title=heading,
             style={"gridColumn": "1 / -1"}
-            if key in ("activity-summary", "critical-timeline", "hints")
+            if key in ("activity-summary", "critical-timeline")
             else {},
         )
         for key, heading in GRAPHS.items()
@@ -215,7 +215,7 @@ def _sections() -> html.Div:
     graphs = _graph_sections()
     return html.Div(
         [
-            graphs["hints"],
+            _hints_section(),
             graphs["activity-summary"],
             _stream_section(),
             *[g for k, g in graphs.items() if k not in _FIRST],

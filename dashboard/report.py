@@ -160,19 +160,11 @@ def _hints_html(hints: pl.DataFrame) -> str:
     )
     body = []
     for row in hints.iter_rows(named=True):
-        cells = []
-        for column in figures.HINT_COLUMNS:
-            value = row.get(column)
-            if column == "saving":
-                text = figures.saving_text(row)
-            elif column == "evidence":
-                text = figures.evidence_text(value)
-            else:
-                text = "" if value is None else figures.worker_text(str(value))
-            tag = "code" if column == "evidence" else "span"
-            cells.append(f"<td><{tag}>{html.escape(text)}</{tag}></td>")
+        cells = "".join(
+            f"<td>{html.escape(text)}</td>" for text in figures.hint_cells(row)
+        )
         severity = html.escape(str(row.get("severity") or ""))
-        body.append(f'<tr class="severity-{severity}">{"".join(cells)}</tr>')
+        body.append(f'<tr class="severity-{severity}">{cells}</tr>')
     return (
         f'<table class="hints"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
@@ -210,8 +202,8 @@ table.hints { border-collapse: collapse; width: 100%; font-size: 0.9em; }
 table.hints th, table.hints td { border: 1px solid #ddd; padding: 4px 6px;
        vertical-align: top; text-align: left; }
 table.hints th { background: #444; color: white; }
-tr.severity-high td:nth-child(2) { color: #b00; font-weight: bold; }
-tr.severity-medium td:nth-child(2) { color: #c60; }
+tr.severity-high td:nth-child(1) { color: #b00; font-weight: bold; }
+tr.severity-medium td:nth-child(1) { color: #c60; }
 code { font-size: 0.85em; word-break: break-word; }
 p.note { color: #555; font-size: 0.9em; }
 p.caption { color: #555; font-size: 0.9em; margin: 0.2em 0 0; }
@@ -279,7 +271,7 @@ def _plain_body(section: str, summaries: Summaries) -> str | None:
     and executor tables (HTML, readable without JavaScript), or a note
     instead of the communication chart; ``None`` for a chart."""
     if section == "hints":
-        # The dashboard draws the same rows with figures.hints_table.
+        # The dashboard shows the same cells (figures.hint_cells).
         return _hints_html(shown_hints(summaries.hints)) + _caption(section)
     if section in TABLES:
         frame, columns = TABLES[section]

@@ -23,6 +23,7 @@ Assumptions
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import polars as pl
@@ -55,7 +56,8 @@ NO_JOB = "No Spark job ran: nothing to profile."
 #: hint itself (a fixed remedy per kind here would contradict the rule
 #: where the facts picked another: no speculation on a local master, a
 #: file layout rather than a hot key). ``{stage}``, ``{executor}``,
-#: ``{partition}`` and ``{in_stage}`` name what the hint names.
+#: ``{partition}``, ``{in_stage}`` and ``{operator}`` (the evidence's, else
+#: the stage) name what the hint names.
 _PROBLEM: dict[str, str] = {
     "straggler_executor": "executor {executor} runs its tasks slower than the others",
     "straggler_task": "a slow task{partition} of {stage} holds its stage back",
@@ -73,7 +75,7 @@ _PROBLEM: dict[str, str] = {
     "gc_bound": "JVM garbage collection{in_stage} holds the run back",
     "spill": "tasks of {stage} spill to disk",
     "re_read": "the same input is read and parsed again by several stages",
-    "moving_hotspot": "the hot partition of {stage}'s operator moves from run to run",
+    "moving_hotspot": "the hot partition of {operator} moves from run to run",
     "state_skew": "one state partition{partition} of {stage} holds most of the state",
     "stream_backlog": "a streaming query falls behind its input",
     "trigger_bound": "a streaming query's batches outlast its trigger interval",
@@ -275,6 +277,15 @@ def _stage_name(summaries: Summaries, stage_id: Any) -> str:
     return stage_label(stage_id)
 
 
+def _evidence(hint: dict[str, Any]) -> dict[str, Any]:
+    """A hints frame row's evidence (JSON), ``{}`` when it holds none."""
+    try:
+        found = json.loads(hint.get("evidence") or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def _hint_verdict(summaries: Summaries, hint: dict[str, Any]) -> str:
     """What the top hint says holds the run back and what its change saves;
     what to change is the hint's own action, named, not restated."""
@@ -303,6 +314,7 @@ def _problem(summaries: Summaries, hint: dict[str, Any]) -> str:
         else f"partition {partition}",
         "have": "have" if partition is None else "has",
         "in_stage": f" in {stage}" if stage_id is not None else "",
+        "operator": _evidence(hint).get("operator") or stage,
     }
     problem = _PROBLEM.get(
         kind, f"the {kind.replace('_', ' ')} hint holds the run back"

@@ -20,10 +20,12 @@ Assumptions
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 __all__ = [
     "UNKNOWN",
+    "clock",
     "count",
     "duration",
     "duration_s",
@@ -140,3 +142,18 @@ def percent(share: float | None) -> str:
     if 0 < abs(share) < 0.01:
         return f"{significant(share * 100, 1)}%"
     return f"{share:.0%}"
+
+
+def clock(ns: float | None, millis: bool = False) -> str:
+    """A moment (ns since the epoch) as a time of day in UTC, as Spark's
+    logs and UI list them: ``HH:MM:SS`` (``millis``: ``HH:MM:SS.mmm``).
+
+    >>> clock(1795463597412000000), clock(1795463597412000000, millis=True)
+    ('19:53:17', '19:53:17.412')
+    >>> clock(None)
+    '–'
+    """
+    if ns is None or not math.isfinite(ns):
+        return UNKNOWN
+    moment = dt.datetime.fromtimestamp(int(ns) // 1000 / 1e6, tz=dt.UTC)
+    return moment.strftime("%H:%M:%S.%f")[:-3] if millis else f"{moment:%H:%M:%S}"

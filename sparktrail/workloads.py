@@ -58,8 +58,11 @@ def straggler_partition(spark: Any) -> None:
     ).collect()
 
 
-def skewed_join(spark: Any, rows: int = 2_000_000, hot_key: int = 0) -> None:
-    """A join where ``hot_key`` holds half the rows: one hot shuffle partition.
+def skewed_join(
+    spark: Any, rows: int = 2_000_000, hot_key: int = 0, hot_per_8: int = 4
+) -> None:
+    """A join where ``hot_key`` holds ``hot_per_8`` eighths of the rows (half,
+    by default): one hot shuffle partition.
 
     Run it with adaptive execution off (as ``sparktrail demo`` does): AQE's
     skew-join handling would split the hot partition itself. A join, not a
@@ -68,7 +71,7 @@ def skewed_join(spark: Any, rows: int = 2_000_000, hot_key: int = 0) -> None:
     from pyspark.sql import functions as F
 
     big = spark.range(0, rows, numPartitions=8).select(
-        F.when(F.col("id") % 2 == 0, F.lit(hot_key))
+        F.when(F.col("id") % 8 < hot_per_8, F.lit(hot_key))
         .otherwise(F.col("id") % 997)
         .alias("key"),
         F.col("id").alias("value"),
@@ -86,10 +89,13 @@ def moving_hotspot(spark: Any, round_: int, rounds_per_key: int = 3) -> int:
     """One round of a skewed join whose hot key moves every few rounds.
 
     Keys 0, 1, 2, ... land in different shuffle partitions, so the hot
-    partition (and the task that straggles) moves too. Returns the hot key.
+    partition (and the task that straggles) moves too. The hot key holds
+    seven eighths of the rows, so its partition outlasts the other seven on
+    any number of cores (on ``local[2]`` half the rows would keep both cores
+    busy, and the skew would cost nothing). Returns the hot key.
     """
     hot_key = (round_ // rounds_per_key) % 5
-    skewed_join(spark, rows=1_000_000, hot_key=hot_key)
+    skewed_join(spark, rows=4_000_000, hot_key=hot_key, hot_per_8=7)
     return hot_key
 
 
@@ -102,6 +108,7 @@ def streaming_join(
     seconds_per_key: int | None = 10,
     trigger_seconds: float = 1.0,
     name: str = "sparktrail_streaming_demo",
+    state_partitions: int | None = None,
 ) -> Any:
     """Start a Structured Streaming query whose hot key moves; returns it.
 
@@ -115,8 +122,10 @@ def streaming_join(
     ``hot_share`` of the state rows and does that share of the work; unlike
     a group-by, whose map-side partial aggregation shrinks a hot key to one
     row per map task, nothing evens it out. The sink is ``noop``, triggered
-    every ``trigger_seconds``; the shuffle partitions are the session's
-    ``spark.sql.shuffle.partitions``. Stop it with ``query.stop()``.
+    every ``trigger_seconds``; its shuffle (and state) partitions are
+    ``state_partitions``, or the session's ``spark.sql.shuffle.partitions``
+    when ``None`` (a query takes the setting when it starts and keeps it in
+    its checkpoint). Stop it with ``query.stop()``.
     """
     from pyspark.sql import functions as F
 
@@ -149,14 +158,22 @@ def streaming_join(
             "AND left_time + INTERVAL 2 SECONDS"
         ),
     )
-    return (
+    writer = (
         joined.writeStream.format("noop")
         .queryName(name)
         .outputMode("append")
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{trigger_seconds} seconds")
-        .start()
     )
+    if state_partitions is None:
+        return writer.start()
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(state_partitions))
+    try:  # the query clones the session's settings as it starts
+        return writer.start()
+    finally:
+        spark.conf.set(key, before)
 
 
 #: Name -> workload, in the order ``sparktrail demo`` runs them.

@@ -8,6 +8,7 @@ counts that many times (DESIGN §10).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import polars as pl
@@ -19,6 +20,7 @@ from .frames import SPAN
 __all__ = [
     "WINDOW",
     "Frame",
+    "batch_job_time_ns",
     "job_time_ns",
     "n_path_windows",
     "path_windows",
@@ -158,6 +160,32 @@ def whole_run(
         *[(pl.col(c) * pl.col(SPAN)).sum().alias(c) for c in counts],
         *[pl.col(c).sum() for c in summed],
     )
+
+
+def batch_job_time_ns(context: Any) -> int | None:
+    """How long the jobs of no streaming query ran (the union of their
+    spans), in an application whose streaming query ran beside them (its
+    jobs' span overlaps theirs): the run's end is then the query's stop,
+    which a change to the other jobs does not move, so what it saves is
+    their time. ``None`` in any other application.
+
+    >>> from sparktrail.pag.context import AppContext, JobSpan
+    >>> batch, stream = JobSpan(0, 0, 10), JobSpan(1, 5, 30, query_id="q")
+    >>> batch_job_time_ns(AppContext(jobs=(batch, JobSpan(2, 20, 25), stream)))
+    15
+    >>> batch_job_time_ns(AppContext(jobs=(JobSpan(2, 40, 50), stream)))
+    """
+
+    def ended(j: Any) -> bool:
+        return j.start_ns is not None and j.end_ns is not None
+
+    batch = [j for j in context.jobs if j.query_id is None and ended(j)]
+    streaming = [j for j in context.jobs if j.query_id and ended(j)]
+    if not batch or not streaming:
+        return None
+    first = max(min(j.start_ns for j in batch), min(j.start_ns for j in streaming))
+    last = min(max(j.end_ns for j in batch), max(j.end_ns for j in streaming))
+    return job_time_ns(SimpleNamespace(jobs=batch)) if first < last else None
 
 
 def job_time_ns(context: Any) -> int | None:

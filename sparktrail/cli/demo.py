@@ -26,6 +26,10 @@ from ._options import add_lateness, add_server, add_window
 if TYPE_CHECKING:
     from sparktrail.tracer.listener import LiveStats
 
+#: The live demo's streaming query: its state partitions and trigger.
+STATE_PARTITIONS = 2
+TRIGGER_SECONDS = 2.0
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -150,11 +154,6 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     """Run the moving hotspot under the live dashboard until time or Ctrl-C."""
     from sparktrail.dashboard.app import create_app, serve
     from sparktrail.dashboard.live_view import UpdateThread
-    from sparktrail.workloads import (
-        moving_hotspot,
-        streaming_join,
-        warm_python_workers,
-    )
 
     from .serve import live_loader
 
@@ -173,19 +172,8 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     print(f"sparktrail dashboard on {url} (Ctrl-C stops)", file=sys.stderr)
     stop = threading.Event()
     previous = _stop_on_interrupt(stop)
-    query = None
     try:
-        warm_python_workers(spark)
-        # Under the trace directory, hidden: the pipeline skips dot-entries.
-        query = streaming_join(spark, str(out / ".checkpoint"))
-        deadline = time.monotonic() + args.minutes * 60
-        round_ = 0
-        while not stop.is_set() and time.monotonic() < deadline:
-            hot = moving_hotspot(spark, round_)
-            print(f"  round {round_}: hot key {hot}; {_progress(query)}", flush=True)
-            round_ += 1
-        _stop_query(spark, query)
-        query = None
+        run_lesson(spark, out, args.minutes * 60, stop)
         if not stop.is_set():
             print(
                 f"workload done; the dashboard stays on {url} until Ctrl-C", flush=True
@@ -195,11 +183,43 @@ def _serve_moving_hotspot(spark: Any, out: Path, args: argparse.Namespace) -> No
     except KeyboardInterrupt:
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
-        if query is not None:
-            _stop_query(spark, query)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         updates.stop()
+
+
+def run_lesson(spark: Any, out: Path, seconds: float, stop: threading.Event) -> None:
+    """The live demo's workload: rounds of the moving hotspot's join beside
+    the streaming join, for ``seconds`` or until ``stop`` is set (after the
+    running round); the streaming query is stopped on the way out, whatever
+    ends it. Its checkpoint is ``out/.checkpoint``, hidden from the live
+    pipeline, which skips dot-entries."""
+    from sparktrail.workloads import (
+        moving_hotspot,
+        streaming_join,
+        warm_python_workers,
+    )
+
+    warm_python_workers(spark)
+    # Two state partitions and a 2 s trigger: each partition costs a state
+    # store commit a batch, each batch ~0.3 s of planning; eight partitions
+    # every second would keep a core of local[2] busy and leave the batch
+    # join's skew no idle core to cost.
+    query = streaming_join(
+        spark,
+        str(out / ".checkpoint"),
+        state_partitions=STATE_PARTITIONS,
+        trigger_seconds=TRIGGER_SECONDS,
+    )
+    try:
+        deadline = time.monotonic() + seconds
+        round_ = 0
+        while not stop.is_set() and time.monotonic() < deadline:
+            hot = moving_hotspot(spark, round_)
+            print(f"  round {round_}: hot key {hot}; {_progress(query)}", flush=True)
+            round_ += 1
+    finally:
+        _stop_query(spark, query)
 
 
 def _progress(query: Any) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "SEVERITY_SHARES",
     "SHARE_OF",
     "SHOWN_SHARE",
+    "STAGE_TIME_SHARES",
     "Hint",
     "hint_frame",
     "rated",
@@ -45,8 +46,22 @@ SHOWN_SHARE = SEVERITY_SHARES[-1][1]
 #: its stages or its planning); ``input`` the input of a streaming query
 #: (``stream_backlog``); ``trigger`` its trigger interval
 #: (``trigger_bound``); ``job_time`` the time some job ran (an interactive
-#: session's: the rest is a person thinking).
-SHARE_OF = ("run", "slot_time", "query_batch_time", "input", "trigger", "job_time")
+#: session's: the rest is a person thinking); ``batch_job_time`` the time
+#: the jobs of no streaming query ran, in an application that ran a
+#: streaming query beside them (its end is the query's stop).
+SHARE_OF = (
+    "run",
+    "slot_time",
+    "query_batch_time",
+    "input",
+    "trigger",
+    "job_time",
+    "batch_job_time",
+)
+#: Shares of a busy time whose end the run's end does not follow (a
+#: streaming query runs until stopped): a change's saving on them is the
+#: time it takes off its stages, not off the run.
+STAGE_TIME_SHARES = frozenset({"query_batch_time", "batch_job_time"})
 
 
 #: The hints frame's columns (declared in :mod:`~sparktrail.summaries.frames`).
@@ -178,8 +193,10 @@ def rated(hint: Hint, min_saving_ns: float) -> str:
     (kept, not shown) under ``min_saving_ns`` of wall time whatever its
     share (0.4 s of a 2 s toy run is no finding), for a cause the rule
     could not check (``unchecked`` in its evidence), on a streaming
-    query's first batch (``startup_batch``, a one-off) and for a cost with
-    no remedy to act on (``one_off``: executors starting once), and under
+    query's first batch (``startup_batch``, a one-off), for a cost with
+    no remedy to act on (``one_off``: executors starting once), for a
+    streaming query's cost that delays nothing while it keeps up with its
+    trigger (``keeps_up``: latency, not throughput), and under
     the rule's own floor (``min_share`` in its evidence); except a
     ``failures`` hint on a failed job, ``high`` whatever time it cost (the
     run did not finish its work), and otherwise rated on its saving alone.
@@ -204,6 +221,7 @@ def rated(hint: Hint, min_saving_ns: float) -> str:
         "unchecked" in hint.evidence
         or hint.evidence.get("startup_batch")
         or hint.evidence.get("one_off")
+        or hint.evidence.get("keeps_up")
     ):
         return "info"
     saving = hint.predicted_saving_ns

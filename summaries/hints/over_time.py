@@ -41,7 +41,7 @@ import polars as pl
 
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace
-from sparktrail.units import duration
+from sparktrail.units import clock, duration
 from sparktrail.whatif.changes import SplitPartition
 from sparktrail.whatif.contention import split_slowdowns
 
@@ -55,6 +55,7 @@ from .tasks import SPLIT_PIECES
 __all__ = [
     "behind_cause",
     "first_batch_stages",
+    "moves_text",
     "moving_hotspot",
     "operator_keys",
     "stage_batches",
@@ -138,10 +139,10 @@ def streaming_busy_ns(ctx: Context, stages: list[int]) -> float | None:
 
 
 def _hot_partitions(ctx: Context) -> pl.DataFrame:
-    """``stage_id, partition, task_id, skew, duration_ns, median_ns``: each
-    stage's partition (and its task) with the most records (bytes when
-    records are unknown), where that is ``skew_factor`` x the stage's
-    median."""
+    """``stage_id, partition, task_id, skew, duration_ns, median_ns,
+    launch_ns``: each stage's partition (and its task) with the most
+    records (bytes when records are unknown), where that is
+    ``skew_factor`` x the stage's median, and the stage's first launch."""
     opts = ctx.options
     work = pl.coalesce(pl.col("records"), pl.col("bytes")).cast(pl.Float64)
     # Lazy: only the columns read are filtered, not every fact of millions
@@ -165,6 +166,7 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
             pl.col("task_id").sort_by("_work").last(),
             pl.col("duration_ns").sort_by("_work").last(),
             pl.col("duration_ns").median().alias("median_ns"),
+            pl.col("launch_ns").min(),
         )
         .filter(
             (pl.col("_tasks") >= opts.min_stage_tasks)
@@ -172,7 +174,15 @@ def _hot_partitions(ctx: Context) -> pl.DataFrame:
             & (pl.col("_max") >= opts.skew_factor * pl.col("_median"))
         )
         .with_columns((pl.col("_max") / pl.col("_median")).alias("skew"))
-        .select("stage_id", "partition", "task_id", "skew", "duration_ns", "median_ns")
+        .select(
+            "stage_id",
+            "partition",
+            "task_id",
+            "skew",
+            "duration_ns",
+            "median_ns",
+            "launch_ns",
+        )
         .sort("stage_id"),
         len(ctx.tasks),
     )
@@ -193,6 +203,33 @@ def _splits(ctx: Context, found: list[dict[str, Any]]) -> tuple[SplitPartition, 
 
 def _moves(partitions: list[int]) -> int:
     return sum(a != b for a, b in itertools.pairwise(partitions))
+
+
+#: Hot partitions :func:`moves_text` lists before it stops.
+MOVES_LISTED = 6
+
+
+def moves_text(found: list[dict[str, Any]]) -> str:
+    """Where an operator's hot partition went and when: each partition it
+    moved to, from its first run's launch (UTC), the first
+    :data:`MOVES_LISTED`.
+
+    >>> runs = [{"partition": 5, "launch_ns": 0}, {"partition": 5, "launch_ns": 2e9},
+    ...     {"partition": 0, "launch_ns": 4e9}]
+    >>> moves_text(runs)
+    'partition 5 from 00:00:00, 0 from 00:00:04 UTC'
+    """
+    starts = [
+        r
+        for i, r in enumerate(found)
+        if i == 0 or r["partition"] != found[i - 1]["partition"]
+    ]
+    listed = [
+        f"{'partition ' if i == 0 else ''}{r['partition']} from {clock(r['launch_ns'])}"
+        for i, r in enumerate(starts[:MOVES_LISTED])
+    ]
+    more = len(starts) - MOVES_LISTED
+    return ", ".join(listed) + " UTC" + (f", then {more} more" if more > 0 else "")
 
 
 def moving_hotspot(ctx: Context) -> list[Hint]:
@@ -258,7 +295,8 @@ def moving_hotspot(ctx: Context) -> list[Hint]:
                 f"{operator}: in {len(found)} runs (stages {stages[0]}.."
                 f"{stages[-1]}) its hot partition moved {moves} times over "
                 f"partitions {', '.join(map(str, distinct[:8]))} (up to "
-                f"{worst['skew']:.1f}x the median records): the hot key changes, "
+                f"{worst['skew']:.1f}x the median records; {moves_text(found)}): "
+                "the hot key changes, "
                 "so a static split of one partition, or a fixed key list, fixes "
                 "one run only. Salt the key in every run (add a random 0..n-1 "
                 "to it and aggregate or join in two steps), or route each key "

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from typing import Any
 
 from sparktrail.errors import InputError
 from sparktrail.whatif import predict
 
 from ..operator import stage_label
-from .hint import Hint, rated
+from ..run_shares import batch_job_time_ns
+from .hint import STAGE_TIME_SHARES, Hint, rated
 from .inputs import Context
 from .over_time import (
     behind_cause,
@@ -82,6 +84,12 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
     spans = [p.stage_before_ns for p in predictions]
     if all(s is not None for s in spans):
         saving = min(saving, float(sum(spans)))  # type: ignore[arg-type]
+    run_saving = saving
+    stage_saving = _stage_saving(predictions)
+    if hint.share_of in STAGE_TIME_SHARES and stage_saving is not None:
+        # Weighed against a busy time, not the run: the run ends when the
+        # streaming query is stopped, whatever its stages save.
+        saving = stage_saving
     if hint.max_saving_ns is not None:
         saving = min(saving, hint.max_saving_ns)
     evidence = hint.evidence | {
@@ -91,6 +99,8 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
         # the same replay with no launch lags (sparklens' model), beside it
         "replayed_saving_no_lag_ns": float(sum(max(0, p.saving_ns) for p in no_lag)),
     }
+    if saving != run_saving:
+        evidence |= {"replayed_run_saving_ns": run_saving}
     first = predictions[0]
     if first.stage_before_ns is not None and first.stage_after_ns is not None:
         evidence |= {
@@ -98,6 +108,16 @@ def _replayed(ctx: Context, hint: Hint) -> Hint:
             "predicted_stage_ns_after": first.stage_after_ns,
         }
     return replace(hint, predicted_saving_ns=saving, evidence=evidence)
+
+
+def _stage_saving(predictions: list[Any]) -> float | None:
+    """The time the changes take off their stages (each stage's replayed
+    span before minus after, none below 0); ``None`` when a change names no
+    stage."""
+    spans = [(p.stage_before_ns, p.stage_after_ns) for p in predictions]
+    if not spans or any(b is None or a is None for b, a in spans):
+        return None
+    return float(sum(max(0, b - a) for b, a in spans))
 
 
 def _with_saving(hint: Hint, wall_ns: int) -> Hint:
@@ -219,24 +239,34 @@ def _merged(
     return replace(merged, severity=rated(merged, min_saving_ns))
 
 
-def without_static_fixes(hints: list[Hint]) -> list[Hint]:
-    """``hints`` without the static skew fixes of stages a ``moving_hotspot``
-    names: splitting one run's hot partition is the wrong advice there.
+def without_static_fixes(
+    hints: list[Hint], keys: dict[int, str] | None = None
+) -> list[Hint]:
+    """``hints`` without the static skew fixes of the operators (or the
+    stages) a ``moving_hotspot`` names: splitting one run's hot partition
+    is the wrong advice there. By operator (``keys``: stage id -> operator,
+    :func:`~.over_time.operator_keys`) where known: the evidence lists the
+    first stages only.
 
-    >>> moving = Hint("moving_hotspot", 0.5, {"stages": [1, 2]}, "salt")
+    >>> moving = Hint("moving_hotspot", 0.5, {"stages": [1, 2], "operator": "j"},
+    ...     "salt")
     >>> static = Hint("hotspot", 0.2, {}, "split", stage_id=2)
-    >>> [h.kind for h in without_static_fixes([moving, static])]
+    >>> later = Hint("hotspot", 0.2, {}, "split", stage_id=90)
+    >>> [h.kind for h in without_static_fixes([moving, static, later], {90: "j"})]
     ['moving_hotspot']
     """
-    moving = {
-        stage
-        for h in hints
-        if h.kind == "moving_hotspot"
-        for stage in h.evidence.get("stages", ())
-    }
-    return [
-        h for h in hints if not (h.kind in STATIC_SKEW_KINDS and h.stage_id in moving)
-    ]
+    moving = [h.evidence for h in hints if h.kind == "moving_hotspot"]
+    stages = {stage for e in moving for stage in e.get("stages", ())}
+    operators = {e["operator"] for e in moving if e.get("operator")}
+
+    keys = keys or {}
+
+    def covered(h: Hint) -> bool:
+        if h.stage_id is None:
+            return False
+        return h.stage_id in stages or keys.get(h.stage_id) in operators
+
+    return [h for h in hints if not (h.kind in STATIC_SKEW_KINDS and covered(h))]
 
 
 def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
@@ -245,16 +275,29 @@ def on_streaming_stages(ctx: Context, hints: list[Hint]) -> list[Hint]:
     batch (:func:`~sparktrail.summaries.hints.over_time.streaming_busy_ns`),
     not of the run, which lasts until the query is stopped; ``busy_ns`` in
     their evidence. A hint on a stage of a run's first batch (its start-up,
-    a one-off) is marked ``startup_batch`` and kept as ``info``."""
+    a one-off) is marked ``startup_batch`` and kept as ``info``. Where the
+    query outlived the other jobs, a hint on their stages is a share of
+    their time (``batch_job_time``, :func:`~..run_shares.batch_job_time_ns`):
+    the run ended when the query was stopped."""
     if not ctx.app.batches:
         return hints
     stages = {h.stage_id for h in hints if h.stage_id is not None}
     busy = {stage: streaming_busy_ns(ctx, [stage]) for stage in stages}
     firsts = first_batch_stages(ctx) if stages else set()
+    batch_ns = batch_job_time_ns(ctx.app)
     out = []
     for h in hints:
-        if h.stage_id is None or not busy[h.stage_id]:
+        if h.stage_id is None:
             out.append(h)
+            continue
+        if not busy[h.stage_id]:
+            beside = batch_ns and h.share_of == "run" and not h.share_of_ns
+            share_of_ns = float(batch_ns or 0)
+            out.append(
+                replace(h, share_of="batch_job_time", share_of_ns=share_of_ns)
+                if beside
+                else h
+            )
             continue
         evidence = h.evidence
         if "busy_ns" not in evidence:
@@ -359,7 +402,9 @@ def on_job_time(ctx: Context, hints: list[Hint]) -> list[Hint]:
 
 def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     """Savings, severity and merged repeats of the rules' ``hints``."""
-    kept = on_streaming_stages(ctx, without_skew_idle(without_static_fixes(hints)))
+    keys = operator_keys(ctx)
+    kept = without_skew_idle(without_static_fixes(hints, keys))
+    kept = on_streaming_stages(ctx, kept)
     kept = on_job_time(ctx, kept)
     floor = ctx.options.min_saving_s * 1e9
     saved = [
@@ -371,7 +416,7 @@ def finish_hints(ctx: Context, hints: list[Hint]) -> list[Hint]:
     trend = [h for h in finished if not h.evidence.get("startup_batch")]
     merged = merge_repeats(
         trend,
-        operator_keys(ctx),
+        keys,
         ctx.wall_ns,
         stage_batches(ctx),
         floor,

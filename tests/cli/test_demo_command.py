@@ -63,7 +63,7 @@ def test_ctrl_c_ends_after_the_running_round_without_a_traceback(
     query = FakeQuery()
     started: list[str] = []
 
-    def streaming(spark: Any, checkpoint: str) -> FakeQuery:
+    def streaming(spark: Any, checkpoint: str, **_: Any) -> FakeQuery:
         started.append(checkpoint)
         return query
 

@@ -181,7 +181,7 @@ def test_critical_gantt_refuses_more_than_one_window() -> None:
         figures.critical_gantt(rows)
 
 
-def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
+def test_hint_cells_show_blank_nulls_and_the_rules_words() -> None:
     hints = pl.DataFrame(
         {
             "kind": ["hotspot", "driver_bound"],
@@ -199,16 +199,16 @@ def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
         },
         schema=HINT_SCHEMA,
     )
-    fig = figures.hints_table(hints)
-    table = fig.data[0]
-    assert isinstance(table, go.Table)
-    assert list(table.header.values) == list(figures.HINT_COLUMNS.values())
-    cells = [list(column) for column in table.cells.values]
-    assert cells[2] == ["1.5 s (12% of the run)", ""]
-    assert cells[3] == ["3", ""]
-    assert cells[5] == ["7", ""]
-    assert cells[6] == ["records=900, median=100", ""]
-    assert cells[7] == ["salt the key", "move work into jobs"]
+    rows = [figures.hint_cells(row) for row in hints.iter_rows(named=True)]
+    assert len(rows[0]) == len(figures.HINT_COLUMNS)
+    columns = list(figures.HINT_COLUMNS)
+    cell = {c: [r[columns.index(c)] for r in rows] for c in columns}
+    assert cell["saving"] == ["1.5 s (12% of the run)", ""]
+    assert cell["stage_id"] == ["3", ""]
+    assert cell["partition"] == ["7", ""]
+    assert cell["action"] == ["salt the key", "move work into jobs"]
+    # AND the raw evidence is not a cell (it is in --json)
+    assert not any("records=" in c or "900" in c for r in rows for c in r)
 
 
 @pytest.mark.parametrize(
@@ -216,7 +216,6 @@ def test_hints_table_shows_blank_nulls_and_readable_evidence() -> None:
     [
         (figures.activity_over_time, activity_by_window().clear()),
         (figures.critical_gantt, cp_rows().clear()),
-        (figures.hints_table, pl.DataFrame(schema=HINT_SCHEMA)),
     ],
 )
 def test_empty_frames_give_a_message_not_an_empty_plot(builder, frame) -> None:
@@ -315,32 +314,8 @@ def test_workers_are_shown_by_one_label_everywhere() -> None:
         },
         schema=HINT_SCHEMA,
     )
-    cells = [list(c) for c in figures.hints_table(hints).data[0].cells.values]
-    assert cells[6] == ["worker=executor 3, core 1"]
-    assert cells[7] == ["move work off executor 3, core 1 and driver, core 2"]
-
-
-def test_evidence_is_shown_in_units() -> None:
-    # GIVEN evidence as the hint rules write it (raw ns, bytes, rates)
-    evidence = json.dumps(
-        {
-            "start_ns": 1795463597412000000,
-            "duration_ns": 12265000000,
-            "target_stage_ns": 287500000.0,
-            "observed_rate": 125754.527163,
-            "small_side_bytes": 2_500_000,
-            "driver_share": 0.971588,
-            "intervals": [{"end_ns": 1795463598000000000, "cp_share": 0.0054}],
-        }
-    )
-    # WHEN it is shown
-    text = figures.evidence_text(evidence)
-    # THEN every number is in its unit
-    assert text == (
-        "start=19:53:17.412 UTC, duration=12.3 s, target_stage=288 ms, "
-        "observed_rate=126,000 rows/s, small_side=2.38 MB, driver_share=97.2%, "
-        "intervals=[{end=19:53:18.000 UTC, cp_share=0.54%}]"
-    )
+    [cells] = [figures.hint_cells(row) for row in hints.iter_rows(named=True)]
+    assert cells[-1] == "move work off executor 3, core 1 and driver, core 2"
 
 
 def test_every_chart_has_a_one_line_caption_in_glossary_words() -> None:

@@ -89,7 +89,7 @@ def test_table_data_of_a_window_and_of_the_live_whole_run() -> None:
 
 
 def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
-    from sparktrail.dashboard.page_content import EMPTY_HINTS_HEIGHT, page_figures
+    from sparktrail.dashboard.page_content import NO_HINT, hints_panel
 
     s = summarize(balanced(), 100 * MS)
     assert s.hints.filter(pl.col("severity") != "info").is_empty()
@@ -101,6 +101,7 @@ def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
         windows=(view,),
         activity_by_window=s.activity_by_window,
     )
-    hints = page_figures(snap, view.key)["hints"]
-    assert "no rebalancing hint" in hints.layout.annotations[0].text
-    assert hints.layout.height == EMPTY_HINTS_HEIGHT
+    # (a picked window's hints are said to be that window's)
+    note, sentence = hints_panel(snap, view.key)
+    assert note.children.startswith("Window ")
+    assert sentence.children == NO_HINT

@@ -304,3 +304,26 @@ def test_state_skew_on_the_critical_path_is_advisory() -> None:
     skew = only(hints, "state_skew")
     assert "Advisory: partition 0 of stage" in str(skew["action"])
     assert json.loads(str(skew["evidence"]))["on_critical_path"] is True
+
+
+def test_planning_of_a_query_that_keeps_up_is_latency_not_a_bottleneck() -> None:
+    # GIVEN a 2 s trigger whose batches (1.3 s, 0.5 s of it planning) all
+    # end before the next tick: the query keeps up with its input
+    took = [1300] * 8
+    stream = list(
+        batches(
+            [(1000, 1000)] * len(took),
+            trigger_ms=took,
+            durations={"addBatch": 800, "queryPlanning": 500},
+        )
+    )
+    for i, start in enumerate(spark_starts(took, 2000, 1_795_000_000_000)):
+        stream[i] = StreamBatch(**{**stream[i].__dict__, "timestamp_ns": start})
+    hint = only(hints_for(tuple(stream)), "planning_bound")
+    evidence = json.loads(str(hint["evidence"]))
+    # THEN the planning is found, but it is latency: kept as info, with
+    # the interval the batches fit in, and no advice to lengthen it
+    assert evidence["keeps_up"] is True
+    assert evidence["trigger_interval_ns"] == 2000 * MS
+    assert hint["severity"] == "info"
+    assert "a longer trigger would add latency" in str(hint["action"])
