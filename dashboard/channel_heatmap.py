@@ -8,15 +8,21 @@ import plotly.graph_objects as go
 import polars as pl
 
 from sparktrail.summaries.frames import CP_SHARE
+from sparktrail.units import percent
 
 from .chart_basics import CP_COLOURSCALE, empty_figure
 
 __all__ = [
+    "NEGLIGIBLE_SHARE",
     "ONE_EXECUTOR_NOTE",
     "communication_heatmap",
     "one_executor",
     "share_tickformat",
 ]
+
+#: A channel's CP share under which the heatmap is not drawn: its colours
+#: would only say that nothing there held the run back.
+NEGLIGIBLE_SHARE = 0.01
 
 #: Why the communication chart is hidden for a run with one executor.
 ONE_EXECUTOR_NOTE = (
@@ -49,13 +55,23 @@ def communication_heatmap(communication: pl.DataFrame) -> go.Figure:
     >>> fig = communication_heatmap(c)
     >>> len(fig.data), list(fig.data[0].x), fig.data[0].z[0][1]
     (1, ['driver', 'executor 1'], 0.1)
+    >>> tiny = c.with_columns(pl.col("cp_share") / 10_000)
+    >>> communication_heatmap(tiny).layout.annotations[0].text[:36]
+    'no channel holds 1% of the critical '
     """
     if communication.is_empty():
         return empty_figure("no messages or shuffle reads in the trace")
     rows = _channels(communication)
-    names, z, text = _channel_grid(rows)
     top = float(rows[CP_SHARE].max() or 0.0)  # type: ignore[arg-type]
-    zmax = top if top > 0 else 0.01
+    if top < NEGLIGIBLE_SHARE:
+        # A saturated scale over a maximum of 0.005% would read as a hot
+        # channel.
+        return empty_figure(
+            f"no channel holds {NEGLIGIBLE_SHARE:.0%} of the critical path "
+            f"(the most: {percent(top)}): communication held nothing back"
+        )
+    names, z, text = _channel_grid(rows)
+    zmax = top
     fig = go.Figure(
         go.Heatmap(
             x=names,

@@ -171,7 +171,7 @@ def hints_panel(snapshot: ViewState, key: object) -> Any:
     view = pick_view(snapshot, key)
     if view is None:
         return html.P(WAITING if snapshot.live else snapshot.status, style=_NOTE)
-    if snapshot.live and snapshot.run is not None and key in _RUN_KEYS:
+    if _run_known(snapshot, key) and snapshot.run is not None:
         # The verdict above is the run's: so are the hints under it.
         return [html.P(RUN_HINTS, style=_NOTE), _hints_table(snapshot.run.hints)]
     if profile_pending(view):
@@ -358,7 +358,9 @@ def table_data(
     >>> [note for _, note in table_data(ViewState(source="t", status="x"), None)]
     ['waiting for the first window to close…', 'waiting for the first window to close…']
     """
-    view = pick_view(snapshot, key)
+    view = pick_view(snapshot, WHOLE_RUN if _run_known(snapshot, key) else key)
+    # (on "whole run" the tables are the run's, as picked)
+    run_note = RUN_TABLES if _run_known(snapshot, key) and key != WHOLE_RUN else ""
     out: list[tuple[list[dict[str, Any]], str]] = []
     for _, frame_name, columns, _ in TABLES.values():
         if view is None:
@@ -375,8 +377,19 @@ def table_data(
                 ([], WHOLE_RUN_TABLES if pending else "no task ran in this view")
             )
             continue
-        out.append((spark_tables.table_records(frame, columns), ""))
+        out.append((spark_tables.table_records(frame, columns), run_note))
     return out
+
+
+def _run_known(snapshot: ViewState, key: object) -> bool:
+    """Whether the picked view shows the run so far: live, the run profiled
+    and the latest window (or the whole run) picked, as the verdict above
+    the tables is the run's."""
+    return snapshot.live and snapshot.run is not None and key in _RUN_KEYS
+
+
+#: The note over a live page's tables of the run so far.
+RUN_TABLES = "The run so far (pick a window for its own)."
 
 
 def stream_panel(

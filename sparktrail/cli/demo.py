@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: The live demo's streaming query: its state partitions and trigger.
 STATE_PARTITIONS = 2
-TRIGGER_SECONDS = 2.0
+TRIGGER_SECONDS = 5.0
 
 
 def register(subparsers: Any) -> None:
@@ -201,10 +201,11 @@ def run_lesson(spark: Any, out: Path, seconds: float, stop: threading.Event) -> 
     )
 
     warm_python_workers(spark)
-    # Two state partitions and a 2 s trigger: each partition costs a state
+    # Two state partitions and a 5 s trigger: each partition costs a state
     # store commit a batch, each batch ~0.3 s of planning; eight partitions
     # every second would keep a core of local[2] busy and leave the batch
-    # join's skew no idle core to cost.
+    # join's skew no idle core to cost, and batches of 1.3 s (3 s beside
+    # the join under load) would outlast a 2 s trigger.
     query = streaming_join(
         spark,
         str(out / ".checkpoint"),

@@ -69,7 +69,7 @@ from .capacity import (
 )
 from .hint import Hint
 from .inputs import Context
-from .memory_pressure import fraction_advice, memory_of
+from .memory_pressure import heap_remedy
 from .platform import cluster_manager, interactive_signs
 from .slowdowns import slowdowns
 
@@ -169,8 +169,6 @@ def _exclude_setting(ctx: Context) -> str | None:
 #: Spark's default spark.speculation.multiplier: a task is copied only once
 #: it runs this many times its stage's median.
 SPECULATION_MULTIPLIER = 1.5
-#: The step of the heap's execution share a GC-bound executor's words move.
-FRACTION_STEP = 0.1
 #: A slow executor's replayed saving under this share of the judged time is
 #: no finding (info): one of many slower hosts costs little.
 EXECUTOR_MIN_SHARE = 0.05
@@ -299,15 +297,7 @@ def _holds_the_run_back(
 def _why_text(ctx: Context, gc: float, own_fault: bool) -> str:
     """Where to look on a straggling executor: its memory, itself or its host."""
     if gc >= ctx.options.gc_high_share:
-        memory = "spark.executor.memory"
-        if ctx.app.is_local:
-            memory = "spark.driver.memory"  # local executors live in the driver
-        fraction = fraction_advice(ctx, memory_of(ctx), -FRACTION_STEP)
-        return (
-            f"GC took {gc:.0%} of its task time: raise {memory}"
-            + (f" or {fraction}" if fraction else "")
-            + " / cache less on it"
-        )
+        return f"GC took {gc:.0%} of its task time: {heap_remedy(ctx)} on it"
     if own_fault:
         return (
             f"GC is only {gc:.0%} of its task time, so look at the executor "

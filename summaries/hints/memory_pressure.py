@@ -473,3 +473,14 @@ def spill(ctx: Context) -> list[Hint]:
             )
         )
     return hints
+
+
+def heap_remedy(ctx: Context) -> str:
+    """What eases GC pauses of tasks in the run's Spark: a larger heap (the
+    driver's on a local master, whose executors live in it), a smaller
+    execution share where the version has one (:func:`fraction_advice`),
+    or less cached on it."""
+    memory = "spark.driver.memory" if ctx.app.is_local else "spark.executor.memory"
+    fraction = fraction_advice(ctx, memory_of(ctx), -FRACTION_STEP)
+    lower = f" or {fraction}" if fraction else ""
+    return f"raise {memory}{lower}, or cache less"

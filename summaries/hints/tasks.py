@@ -763,6 +763,27 @@ def _cpu_share(ctx: Context, task_ids: list[int]) -> float | None:
     return float(per_task["executor_cpu_ns"].sum() or 0) / run if run > 0 else None
 
 
+def _gc_ns(ctx: Context, task_ids: list[int]) -> float | None:
+    """Spark's JVM GC time of ``task_ids``, summed (``None``: the trace does
+    not state it)."""
+    if "jvm_gc_ns" not in ctx.trace.columns:
+        return None
+    per_task = (
+        ctx.trace.lazy()
+        .filter(pl.col("task_id").is_in(task_ids))
+        .group_by("task_id")
+        .agg(pl.col("jvm_gc_ns").max())
+        .drop_nulls()
+        .collect()
+    )
+    return float(per_task["jvm_gc_ns"].sum()) if per_task.height else None
+
+
+#: A slow tail whose GC time is this share of its time past the stage's
+#: median or more was slowed by the JVM's pauses, not by its rows.
+GC_CAUSE_SHARE = 0.5
+
+
 def _listed(values: list[Any]) -> str:
     shown = ", ".join(str(v) for v in values[:MAX_NAMED])
     more = len(values) - MAX_NAMED
@@ -786,6 +807,9 @@ def _shared_tail(
     longest = int(first["duration_ns"])
     critical = max(t["running_cp_share"] * t["duration_ns"] for t in tasks)
     cpu = _cpu_share(ctx, [t["task_id"] for t in tasks])
+    gc_ns = _gc_ns(ctx, [t["task_id"] for t in tasks])
+    excess = sum(max(0, t["duration_ns"] - t["median_ns"]) for t in tasks)
+    gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
     evidence = {
         "cause": cause,
         "slow_tasks": len(tasks),
@@ -802,13 +826,17 @@ def _shared_tail(
         "bytes": [t["bytes"] for t in tasks][:20],
         "median_bytes": first["median_bytes"],
         "cpu_share": cpu,
+        "gc_ns": gc_ns,
+        "gc_of_excess": gc_share,
         "cp_share": sum(t["cp_share"] for t in tasks),
         "running_cp_share": max(t["running_cp_share"] for t in tasks),
     }
     count = f"{len(tasks)} of {first['stage_tasks']} tasks of {where}"
     if partitions:
         count += f" (partitions {_listed(partitions)})"
-    kind, action = _tail_words(ctx, stage_id, tasks, cause, count, cpu, executors)
+    kind, action = _tail_words(
+        ctx, stage_id, tasks, cause, count, cpu, executors, gc_share
+    )
     if kind == "cold_start" and not _churned(ctx):
         evidence["one_off"] = True  # executors start once: nothing to act on
     return Hint(
@@ -833,6 +861,7 @@ def _tail_words(
     count: str,
     cpu: float | None,
     executors: list[str],
+    gc_share: float | None = None,
 ) -> tuple[str, str]:
     """The kind and the action of a shared tail, by its cause and the
     stage's engine, input and the run's version (:mod:`.remedies`)."""
@@ -892,7 +921,16 @@ def _tail_words(
     head = f"{count} ran {span} the stage's median time on " + (
         "input of the same size" if sized else "input whose size Spark did not report"
     )
-    if cpu is not None and cpu < WAITED_CPU_SHARE:
+    if gc_share is not None and gc_share >= GC_CAUSE_SHARE:
+        # memory_pressure reads the skew test here: imported when used
+        from .memory_pressure import heap_remedy
+
+        what = (
+            f"their JVM paused: GC took {min(1.0, gc_share):.0%} of their time "
+            f"past the median, so the heap, not their rows, slowed them: "
+            f"{heap_remedy(ctx)}"
+        )
+    elif cpu is not None and cpu < WAITED_CPU_SHARE:
         what = (
             f"they waited, not computed (Spark's CPU time is {cpu:.0%} of their "
             "run time): an external call, I/O, a lock or a sleep in the code "
@@ -902,6 +940,12 @@ def _tail_words(
         what = (
             f"they computed longer (CPU {cpu:.0%} of their run time): what "
             "their rows hold (nested or wide values, a UDF's slow path)"
+        )
+    elif sized:
+        what = (
+            "on the same input, the rows are no likely cause, and the log "
+            "holds no CPU time to tell computing from waiting: a slow read "
+            "(a remote or uncached block), the host, or a pause"
         )
     else:
         what = "look at what those partitions' rows hold or call"

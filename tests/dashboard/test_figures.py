@@ -244,30 +244,50 @@ def test_every_builder_accepts_real_summaries() -> None:
         figures.straggler_bars(s.straggler),
         figures.straggler_bars(s.executor),
         figures.operator_bars(s.operator),
-        figures.communication_heatmap(s.communication),
     ]
     assert all(isinstance(f, go.Figure) and len(f.data) for f in built)
+    # (its channels, zero-time control messages, hold none of the path: a
+    # sentence, not a heatmap)
+    heat = figures.communication_heatmap(s.communication)
+    assert "held nothing back" in heat.layout.annotations[0].text
 
 
 def test_the_heatmap_colour_bar_resolves_a_small_maximum() -> None:
-    # GIVEN channels whose largest CP share is 0.54%
+    # GIVEN channels whose largest CP share is 1.54%
     communication = pl.DataFrame(
         {
             "src": ["executor 1", "executor 2"],
             "dst": ["executor 2", "executor 1"],
             "kind": ["shuffle", "shuffle"],
-            "cp_share": [0.0054, 0.001],
+            "cp_share": [0.0154, 0.001],
         }
     )
     # WHEN the heatmap is drawn
     heat = figures.communication_heatmap(communication).data[0]
     # THEN the scale ends at that maximum and its ticks (every fifth of it)
     # read as distinct percentages
-    assert heat.zmax == pytest.approx(0.0054)
+    assert heat.zmax == pytest.approx(0.0154)
     tickformat = heat.colorbar.tickformat
     ticks = [format(heat.zmax * i / 5, tickformat) for i in range(6)]
     assert len(set(ticks)) == 6, ticks
-    assert ticks[-1] == "0.54%"
+    assert ticks[-1] == "1.5%"
+
+
+def test_a_negligible_channel_share_draws_no_heatmap() -> None:
+    # GIVEN channels whose largest CP share is 0.005% (issue 46: a scale
+    # saturated at that read as a hot channel)
+    communication = pl.DataFrame(
+        {
+            "src": ["executor 1", "executor 2"],
+            "dst": ["executor 2", "executor 1"],
+            "kind": ["shuffle", "shuffle"],
+            "cp_share": [0.00005, 0.00001],
+        }
+    )
+    # WHEN it is drawn THEN no heatmap, a sentence with the largest share
+    fig = figures.communication_heatmap(communication)
+    assert len(fig.data) == 0
+    assert "0.005%" in fig.layout.annotations[0].text
 
 
 def test_timeline_hover_gives_start_end_and_duration_in_ms() -> None:

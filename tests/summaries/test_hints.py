@@ -924,3 +924,41 @@ def test_a_query_that_ends_long_after_its_last_job_is_a_driver_phase():
     assert ev["after_jobs_ns"] == 28 * s
     assert "SQL query 7 (INSERT OVERWRITE t)" in row["action"]
     assert row["severity"] == "high"
+
+
+def _tail_stage(gc_ms: float | None) -> pl.DataFrame:
+    """Two executors of two slots: twelve 20 ms tasks and, one on each
+    executor after its first, two 200 ms ones on the same records; the slow two spend
+    ``gc_ms`` each in GC (``None``: the trace states no GC time)."""
+    t = Trace()
+    slow = []
+    for executor in ("exec-1", "exec-2"):  # each after its executor's first
+        t.task(f"{executor}/0", 0, [("processing", 20)])
+        slow.append(t.task(f"{executor}/0", 20, [("processing", 200)]))
+        for i in range(5):
+            t.task(f"{executor}/1", 20 * i, [("processing", 20)])
+    frame = t.frame()
+    if gc_ms is None:
+        return frame
+    gc = pl.when(pl.col("task_id").is_in(slow)).then(int(gc_ms * MS)).otherwise(0)
+    return frame.with_columns(gc.cast(pl.Int64).alias("jvm_gc_ns"))
+
+
+def test_a_tail_slowed_by_gc_names_the_heap_not_the_rows() -> None:
+    # GIVEN two slow tasks on equal records that spent most of their time
+    # past the median in GC
+    row, ev = only(hints(_tail_stage(gc_ms=150), 300), "straggler_task")
+    # THEN the cause named is the JVM's pauses, with the heap as the lever
+    assert ev["gc_of_excess"] == pytest.approx(300 / 360)
+    assert "their JVM paused" in row["action"]
+    assert "spark.executor.memory" in row["action"]
+    assert "rows hold" not in row["action"]
+
+
+def test_a_tail_on_the_same_input_without_cpu_or_gc_does_not_blame_the_rows() -> None:
+    # GIVEN the same tail with no GC and no CPU time in the trace (Spark 1.x)
+    row, ev = only(hints(_tail_stage(gc_ms=0), 300), "straggler_task")
+    # THEN the words say the rows are no likely cause, and what else is
+    assert ev["gc_of_excess"] == 0
+    assert "the rows are no likely cause" in row["action"]
+    assert "a slow read" in row["action"]
