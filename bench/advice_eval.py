@@ -318,7 +318,9 @@ class Tally:
 
 
 def _verdict(verdicts: list[Verdict], log: str, hint: dict[str, Any]) -> Verdict | None:
-    fitting = [v for v in verdicts if v.fits(log, hint)]
+    # Later rows first: a later review of a reworded hint supersedes an
+    # earlier one whose text the hint still holds.
+    fitting = [v for v in reversed(verdicts) if v.fits(log, hint)]
     # A row that names a text is more specific than one that does not.
     fitting.sort(key=lambda v: not v.match)
     return fitting[0] if fitting else None
