@@ -27,6 +27,7 @@ Assumptions
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 import warnings
@@ -115,15 +116,15 @@ def steady_lead(
         raise ValueError(f"margin {margin!r}: expected a share ≥ 0")
     if previous is None or hints.is_empty() or lead_key(hints) in (None, previous):
         return hints
-    is_old = _key_expr(previous) & (pl.col("severity") != "info")
-    old = hints.filter(is_old)
+    shown = shown_hints(hints)
+    old = shown.filter(_key_expr(previous))
     if old.is_empty():
         return hints
-    new_share = shown_hints(hints)["saving_share"][0] or 0.0
+    new_share = shown["saving_share"][0] or 0.0
     old_share = old["saving_share"][0] or 0.0
     if new_share - old_share >= margin:
         return hints
-    return pl.concat([old, hints.filter(~is_old)])
+    return pl.concat([old, hints.filter(~_key_expr(previous))])
 
 
 class RunSoFar:
@@ -198,6 +199,7 @@ class RunSoFar:
             self._rows_asked = rows_read
             self._started_at = now
             self._running = background("sparktrail-run-so-far").submit(self._refresh)
+            self._running.add_done_callback(_say_failure)
             return True
 
     def refresh(self) -> RunResult | None:
@@ -226,3 +228,19 @@ class RunSoFar:
         summaries = dataclasses.replace(summaries, hints=hints)
         self._lead = lead_key(hints)
         self._latest = RunResult(summaries, self._last_cost)
+
+
+_LOG = logging.getLogger(__name__)
+
+
+def _say_failure(done: Future[None]) -> None:
+    """Log a background refresh that failed (nobody reads its Future): the
+    page keeps the last profile and the next offer retries."""
+    err = None if done.cancelled() else done.exception()
+    if err is not None:
+        _LOG.warning(
+            "profiling the run so far failed (%s: %s); the page keeps the last "
+            "profile and tries again",
+            type(err).__name__,
+            err,
+        )

@@ -4,6 +4,7 @@ that holds still between refreshes (issue 46: the banner flickered)."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,40 @@ def test_a_costly_profile_spaces_the_next_out() -> None:
     assert not run.offer(2)  # 11 s after the end < 12 s
     clock.now = 15.0
     assert run.offer(2)
+
+
+class FailingEngine:
+    """Fails its first profile, then hands out one ranking."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, trace: Any, options: Any = None) -> Summaries:
+        self.calls += 1
+        if self.calls == 1:
+            raise OSError("trace file vanished")
+        return _summaries([("gc", "medium", 1, 0.1)])
+
+
+def test_a_failed_refresh_is_logged_and_the_next_one_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a background profile that fails once
+    engine = FailingEngine()
+    run = _so_far(engine, min_interval_s=0.0, cost_factor=0.0)  # type: ignore[arg-type]
+    # WHEN it runs in the background
+    with caplog.at_level("WARNING", logger="sparktrail.engines.run_so_far"):
+        assert run.offer(100)
+        with pytest.raises(OSError):
+            run.wait(10)
+        # (the Future's callbacks run just after its waiters wake)
+        deadline = time.monotonic() + 5
+        while "vanished" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.01)
+    # THEN the failure is said, not left in a Future nobody reads
+    assert "trace file vanished" in caplog.text
+    assert run.latest() is None
+    # AND the next offer profiles again
+    assert run.offer(200)
+    run.wait(10)
+    assert run.latest() is not None
