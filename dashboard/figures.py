@@ -45,6 +45,7 @@ from .chart_captions import CAPTIONS
 from .hint_texts import (
     HINT_COLUMNS,
     HINT_HELP,
+    NO_HINT,
     SHARE_ONLY,
     hint_cells,
     saving_text,
@@ -70,6 +71,7 @@ __all__ = [
     "MAX_TIMELINE_BARS",
     "MAX_TIMELINE_MESSAGES",
     "MERGED_BAR_BUDGET",
+    "NO_HINT",
     "NO_STAGE",
     "ONE_EXECUTOR_NOTE",
     "SHARE_ONLY",

@@ -19,10 +19,14 @@ from .chart_basics import worker_text
 __all__ = [
     "HINT_COLUMNS",
     "HINT_HELP",
+    "NO_HINT",
     "SHARE_ONLY",
     "hint_cells",
     "saving_text",
 ]
+
+#: What the page and the report say when no hint is shown.
+NO_HINT = "No rebalancing hint: no rule's numbers crossed its threshold."
 
 #: Hint columns the page and the report show: frame column -> heading.
 #: The rule's evidence is in its action's words; the raw numbers stay in

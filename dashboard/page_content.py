@@ -32,7 +32,6 @@ __all__ = [
     "DEFAULT_HEIGHT",
     "GRAPHS",
     "HINTS_HEADING",
-    "NO_HINT",
     "TABLES",
     "WAITING",
     "WHOLE_RUN_TABLES",
@@ -153,10 +152,6 @@ def window_figures(view: WindowView, whole: bool = False) -> dict[str, go.Figure
     }
 
 
-#: The hints section's sentence when no hint is shown.
-NO_HINT = "No rebalancing hint: no rule's numbers crossed its threshold."
-
-
 def hints_panel(snapshot: ViewState, key: object) -> Any:
     """The shown hints of the picked view as an HTML table (its rows grow
     with their text; the cells are :func:`~.figures.hint_cells`, the
@@ -193,7 +188,7 @@ _RUN_KEYS = (LATEST, WHOLE_RUN, None)
 def _hints_table(frame: pl.DataFrame) -> Any:
     hints = shown_hints(frame)
     if hints.is_empty():
-        return html.P(NO_HINT, style=_NOTE)
+        return html.P(figures.NO_HINT, style=_NOTE)
     head = html.Tr(
         [
             html.Th(heading, title=figures.HINT_HELP[column], style=_HEAD)

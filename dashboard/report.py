@@ -153,7 +153,7 @@ def _headline(summaries: Summaries, title: str) -> str:
 
 def _hints_html(hints: pl.DataFrame) -> str:
     if hints.is_empty():
-        return "<p>No rebalancing hint: no rule's numbers crossed its threshold.</p>"
+        return f"<p>{html.escape(figures.NO_HINT)}</p>"
     head = "".join(
         f'<th title="{html.escape(figures.HINT_HELP[c])}">{html.escape(h)}</th>'
         for c, h in figures.HINT_COLUMNS.items()

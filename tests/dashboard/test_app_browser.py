@@ -137,7 +137,9 @@ def test_the_dashboard_shows_every_summary_follows_and_picks_windows(
     # (its one hint, idle capacity, is info: a trace without its context
     # cannot say whether capacity could be given back, so the hints panel
     # holds its note instead of rows)
-    wait(browser, lambda d: all(n > 0 for n in d.execute_script(GRAPH_DATA, ids)))
+    # (the channels' share may be under 1%: a sentence, not a heatmap)
+    charts = [i for i in ids if i != "communication-summary"]
+    wait(browser, lambda d: all(n > 0 for n in d.execute_script(GRAPH_DATA, charts)))
     assert wait(browser, lambda d: d.execute_script(HINT_TEXT))
     browser.set_window_size(1400, 2700)
     shot = tmp_path / "dashboard.png"

@@ -89,7 +89,8 @@ def test_table_data_of_a_window_and_of_the_live_whole_run() -> None:
 
 
 def test_no_hint_is_a_short_sentence_at_the_top_of_the_page() -> None:
-    from sparktrail.dashboard.page_content import NO_HINT, hints_panel
+    from sparktrail.dashboard.figures import NO_HINT
+    from sparktrail.dashboard.page_content import hints_panel
 
     s = summarize(balanced(), 100 * MS)
     assert s.hints.filter(pl.col("severity") != "info").is_empty()
