@@ -746,37 +746,41 @@ def own_work_change(
     return TaskTimes(ordered, (max(0, median_ns),) * len(ordered))
 
 
-def _cpu_share(ctx: Context, task_ids: list[int]) -> float | None:
-    """Spark's CPU time of ``task_ids`` over their run time (``None``: the
-    trace does not state it)."""
-    if not {"executor_cpu_ns", "executor_run_ns"} <= set(ctx.trace.columns):
-        return None
-    per_task = (
+#: Spark's task metrics the cause of a slow tail reads, by trace column.
+_TASK_METRICS = ("executor_cpu_ns", "executor_run_ns", "jvm_gc_ns")
+
+
+def _task_metrics(ctx: Context, task_ids: list[int]) -> pl.DataFrame:
+    """``task_id`` and each of :data:`_TASK_METRICS` the trace states, one
+    row per task of ``task_ids``: one pass over the trace for the CPU and
+    GC reads below."""
+    stated = [c for c in _TASK_METRICS if c in ctx.trace.columns]
+    return (
         ctx.trace.lazy()
         .filter(pl.col("task_id").is_in(task_ids))
         .group_by("task_id")
-        .agg(pl.col("executor_cpu_ns").max(), pl.col("executor_run_ns").max())
-        .drop_nulls()
+        .agg(*[pl.col(c).max() for c in stated])
         .collect()
     )
+
+
+def _cpu_share(metrics: pl.DataFrame) -> float | None:
+    """Spark's CPU time of the tasks over their run time (``None``: the
+    trace does not state it)."""
+    if not {"executor_cpu_ns", "executor_run_ns"} <= set(metrics.columns):
+        return None
+    per_task = metrics.select("executor_cpu_ns", "executor_run_ns").drop_nulls()
     run = float(per_task["executor_run_ns"].sum() or 0)
     return float(per_task["executor_cpu_ns"].sum() or 0) / run if run > 0 else None
 
 
-def _gc_ns(ctx: Context, task_ids: list[int]) -> float | None:
-    """Spark's JVM GC time of ``task_ids``, summed (``None``: the trace does
+def _gc_ns(metrics: pl.DataFrame) -> float | None:
+    """Spark's JVM GC time of the tasks, summed (``None``: the trace does
     not state it)."""
-    if "jvm_gc_ns" not in ctx.trace.columns:
+    if "jvm_gc_ns" not in metrics.columns:
         return None
-    per_task = (
-        ctx.trace.lazy()
-        .filter(pl.col("task_id").is_in(task_ids))
-        .group_by("task_id")
-        .agg(pl.col("jvm_gc_ns").max())
-        .drop_nulls()
-        .collect()
-    )
-    return float(per_task["jvm_gc_ns"].sum()) if per_task.height else None
+    gc = metrics["jvm_gc_ns"].drop_nulls()
+    return float(gc.sum()) if len(gc) else None
 
 
 #: A slow tail whose GC time is this share of its time past the stage's
@@ -806,8 +810,9 @@ def _shared_tail(
     ratios = [t["ratio"] for t in tasks]
     longest = int(first["duration_ns"])
     critical = max(t["running_cp_share"] * t["duration_ns"] for t in tasks)
-    cpu = _cpu_share(ctx, [t["task_id"] for t in tasks])
-    gc_ns = _gc_ns(ctx, [t["task_id"] for t in tasks])
+    metrics = _task_metrics(ctx, [t["task_id"] for t in tasks])
+    cpu = _cpu_share(metrics)
+    gc_ns = _gc_ns(metrics)
     excess = sum(max(0, t["duration_ns"] - t["median_ns"]) for t in tasks)
     gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
     evidence = {
