@@ -70,7 +70,7 @@ def hint_cells(hint: dict[str, Any]) -> list[str]:
     >>> cells[:3]
     ['high', 'straggler_executor', '1.5 s (12% of the run)']
     >>> cells[3:6], cells[6]
-    (['', '3', ''], 'executor 3, core 0 is slow')
+    (['', '3', ''], 'executor 3 · core 0 is slow')
     """
     cells = []
     for column in HINT_COLUMNS:

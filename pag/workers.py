@@ -111,10 +111,10 @@ def worker_label(worker: str | None) -> str:
 
     ``exec-3/1`` is executor 3's core 1; the driver's own timeline is
     ``driver``, and a slot of the executor inside the driver (local mode,
-    ``exec-driver/1``) is ``driver, core 1``.
+    ``exec-driver/1``) is ``driver · core 1``.
 
     >>> worker_label("exec-3/1"), worker_label("exec-driver/1")
-    ('executor 3, core 1', 'driver, core 1')
+    ('executor 3 · core 1', 'driver · core 1')
     >>> worker_label("driver"), worker_label(None), worker_label("a")
     ('driver', 'driver', 'a')
     """
@@ -125,14 +125,14 @@ def worker_label(worker: str | None) -> str:
         return worker
     executor, core = slot
     if executor == "driver":
-        return f"driver, core {core}"
-    return f"executor {executor}, core {core}"
+        return f"driver · core {core}"
+    return f"executor {executor} · core {core}"
 
 
 def worker_text(text: str) -> str:
     """``text`` with every worker name in it shown by :func:`worker_label`.
 
     >>> worker_text("move work off exec-2/0 (and exec-driver/1)")
-    'move work off executor 2, core 0 (and driver, core 1)'
+    'move work off executor 2 · core 0 (and driver · core 1)'
     """
     return SLOT_IN_TEXT.sub(lambda m: worker_label(m.group(0)), text)

@@ -94,7 +94,7 @@ def test_cp_names_the_workers_the_summaries_name(
     }
     got = printed_shares(capsys.readouterr().out, "worker")
     assert got == want
-    assert list(got) == ["executor 2, core 0", "executor 1, core 0"]
+    assert list(got) == ["executor 2 · core 0", "executor 1 · core 0"]
 
 
 def test_missing_trace_is_one_line_and_exit_2(

@@ -81,7 +81,7 @@ def test_straggler_bars_compare_cp_with_fair_share() -> None:
     fig = figures.straggler_bars(straggler)
     assert [t.name for t in fig.data] == ["CP share", "fair share"]
     # largest CP first
-    assert list(fig.data[0].x) == ["executor 1, core 0", "executor 1, core 1"]
+    assert list(fig.data[0].x) == ["executor 1 · core 0", "executor 1 · core 1"]
     assert list(fig.data[0].y) == [0.9, 0.1]
     assert list(fig.data[1].y) == [0.5, 0.5]
     assert fig.layout.xaxis.title.text == "worker"
@@ -158,16 +158,16 @@ def test_critical_gantt_colours_bars_by_cp() -> None:
     assert list(bars.marker.color) == [1.0, 0.0, 0.0]
     assert bars.marker.colorscale is not None
     assert list(bars.y) == [
-        "executor 1, core 0",
-        "executor 1, core 1",
-        "executor 1, core 1",
+        "executor 1 · core 0",
+        "executor 1 · core 1",
+        "executor 1 · core 1",
     ]
     assert list(bars.base) == [0.0, 0.0, 4.0]
     assert list(bars.x) == [10.0, 4.0, 6.0]
     assert list(bars.marker.opacity) == [1.0, 1.0, 0.3]  # waiting is faint
     hover = list(bars.customdata[0])[:4]
     assert hover == ["processing", "stage 0: count at A.scala:3", "0", "1"]
-    assert list(messages.y) == ["driver", "executor 1, core 1", None]
+    assert list(messages.y) == ["driver", "executor 1 · core 1", None]
     assert fig.layout.xaxis.title.text == "ms since window start"
     # the driver is drawn on top (last category)
     assert list(fig.layout.yaxis.categoryarray)[-1] == "driver"
@@ -311,8 +311,8 @@ def test_timeline_hover_gives_start_end_and_duration_in_ms() -> None:
 def test_workers_are_shown_by_one_label_everywhere() -> None:
     # GIVEN worker names as the trace holds them
     # THEN one function shows them
-    assert figures.worker_label("exec-3/1") == "executor 3, core 1"
-    assert figures.worker_label("exec-driver/1") == "driver, core 1"
+    assert figures.worker_label("exec-3/1") == "executor 3 · core 1"
+    assert figures.worker_label("exec-driver/1") == "driver · core 1"
     assert figures.worker_label("driver") == "driver"
     # AND the timeline rows, the straggler bars and the hints use it
     gantt = figures.critical_gantt(cp_rows())
@@ -335,7 +335,7 @@ def test_workers_are_shown_by_one_label_everywhere() -> None:
         schema=HINT_SCHEMA,
     )
     [cells] = [figures.hint_cells(row) for row in hints.iter_rows(named=True)]
-    assert cells[-1] == "move work off executor 3, core 1 and driver, core 2"
+    assert cells[-1] == "move work off executor 3 · core 1 and driver · core 2"
 
 
 def test_every_chart_has_a_one_line_caption_in_glossary_words() -> None:
