@@ -102,6 +102,29 @@ def test_straggler_bars_accept_the_executor_frame() -> None:
     assert fig.layout.xaxis.title.text == "executor id"
 
 
+def test_straggler_bars_past_the_top_draw_the_rest_as_one_mean_bar() -> None:
+    # GIVEN 128 slots (32 executors of 4 cores), one of them far ahead
+    workers = [f"exec-{e}/{c}" for e in range(1, 33) for c in range(4)]
+    cp = [0.5] + [0.5 / 127] * 127
+    straggler = pl.DataFrame(
+        {
+            "worker": workers,
+            "cp_share": cp,
+            "fair_share": [1 / 128] * 128,
+            "ratio": [c * 128 for c in cp],
+        }
+    )
+    fig = figures.straggler_bars(straggler)
+    # THEN 30 bars one by one, the straggler first, then the other 98 as one
+    labels = list(fig.data[0].x)
+    assert len(labels) == 31
+    assert labels[0] == "executor 1 · core 0"
+    assert labels[-1] == "98 others (mean)"
+    assert fig.data[0].y[-1] == pytest.approx(0.5 / 127)
+    assert fig.data[1].y[-1] == pytest.approx(1 / 128)
+    assert "the 30 largest, then the other 98" in fig.layout.title.text
+
+
 def test_operator_bars_label_the_row_outside_any_stage() -> None:
     operator = pl.DataFrame(
         {
