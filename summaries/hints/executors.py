@@ -26,8 +26,10 @@
   (``host_slowdown``) says what to act on: slow beside them too, the
   executor itself (its JVM), not the host; alone on its host, or its
   host's executors as slow, the host. Its GC share is ``gc`` time / busy
-  (non-waiting) time of its slots. Predicted saving: its critical time
-  times ``1 - 1 / slowdown`` (its tasks at the others' speed).
+  (non-waiting) time of its slots. Estimated saving: its critical time
+  times ``1 - 1 / slowdown``; the replay runs its tasks at the others'
+  speed stage by stage (each stage's own ratio of medians, where above 1),
+  so a stage it was not slow in saves nothing.
 * ``idle_capacity``: each executor's slots (its cores; on a GPU
   executor its GPU slots, :func:`.capacity.gpu_slots`) times how long it
   lived (``ExecutorAdded``/``Removed``; an executor the log does not state
@@ -257,19 +259,38 @@ def straggler_executor(ctx: Context) -> list[Hint]:
 
 
 def _at_peer_speed(ctx: Context, executor: str, slowdown: float | None) -> Any:
-    """The replay of the executor's settled tasks at its peers' speed (its
-    task times over its measured slowdown): what replacing it saves, the
-    stages that waited for its last tasks included."""
+    """The replay of the executor's settled tasks at its peers' speed, stage
+    by stage: in each stage where other executors ran tasks too, its tasks
+    over that stage's ratio of its median task time to theirs (when above
+    1); elsewhere as they ran. What replacing it saves, the stages that
+    waited for its last tasks included, and only where it was slow: one
+    slow stage (a warm-up, a code path first run there) says nothing of
+    the rest."""
     if slowdown is None or slowdown <= 1:
         return None
     settled = ~pl.col("status").fill_null("success").is_in(["failed", "killed"])
-    mine = ctx.tasks.filter((pl.col("executor") == executor) & settled).select(
-        "task_id", "duration_ns"
+    done = ctx.tasks.filter(settled & pl.col("executor").is_not_null()).select(
+        "task_id", "stage_id", "executor", "duration_ns"
     )
-    if mine.is_empty():
+    mine = pl.col("executor") == executor
+    ran = done.filter(mine)["stage_id"].unique().implode()
+    ratios = (
+        done.filter(pl.col("stage_id").is_in(ran))
+        .group_by("stage_id")
+        .agg(
+            pl.col("duration_ns").filter(mine).median().alias("mine"),
+            pl.col("duration_ns").filter(~mine).median().alias("theirs"),
+        )
+        .select("stage_id", (pl.col("mine") / pl.col("theirs")).alias("ratio"))
+        .filter(pl.col("ratio") > 1)
+    )
+    slow = done.filter(mine).join(ratios, on="stage_id", how="inner")
+    if slow.is_empty():
         return None
-    faster = (mine["duration_ns"].cast(pl.Float64) / slowdown).round(0).cast(pl.Int64)
-    return TaskTimes(tuple(mine["task_id"].to_list()), tuple(faster.to_list()))
+    faster = (
+        (slow["duration_ns"].cast(pl.Float64) / slow["ratio"]).round(0).cast(pl.Int64)
+    )
+    return TaskTimes(tuple(slow["task_id"].to_list()), tuple(faster.to_list()))
 
 
 def _holds_the_run_back(

@@ -521,6 +521,29 @@ def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
     assert ev["slowdown"] == pytest.approx(2.5)
 
 
+def test_an_executor_at_peer_speed_is_replayed_only_where_it_was_slow():
+    # GIVEN executor 2 2.5x slower in stages 0 and 1, and as fast as
+    # executor 1 in stage 2, where it runs three of four tasks and so ends last
+    t = Trace()
+    for stage in (0, 1):
+        start = 1000 * stage
+        for i in range(4):
+            t.task("exec-1/0", start + 100 * i, [("processing", 100)], stage=stage)
+        for i in range(2):
+            t.task("exec-2/0", start + 250 * i, [("processing", 250)], stage=stage)
+    t.task("exec-1/0", 2000, [("processing", 500)], stage=2)
+    for i in range(3):
+        t.task("exec-2/0", 2000 + 500 * i, [("processing", 500)], stage=2)
+    frame = hints(t.frame(), 3500, MET)
+    row, ev = only(frame, "straggler_executor")
+    assert row["executor_id"] == "2"
+    # THEN its tasks run at executor 1's speed in stages 0 and 1 only (six
+    # tasks of 100 ms on two slots: each stage 300 ms instead of 500 ms),
+    # and stage 2, where it was not slow, is as it ran (its three tasks
+    # over 2.5 would have cut 900 ms more)
+    assert ev["replayed_saving_ns"] == pytest.approx(400 * MS, rel=0.05)
+
+
 #: Stable operator labels (tracer/sql_plans.py) of :func:`skewed_join`'s stages.
 JOIN_OPERATORS = {
     0: "collect at etl.py:7 · Range (0, 1000) → Exchange hashpartitioning(k, 4)",
