@@ -164,6 +164,16 @@ class StageFacts:
     purpose: str | None = None
 
     @property
+    def partition_count(self) -> int:
+        """Its partitions: as declared, else those its attempts ran (never
+        its attempts: retries of a partition are one partition).
+
+        >>> StageFacts(0, 64, 89, 64, 64, None, None, None).partition_count
+        64
+        """
+        return self.declared or self.recorded_partitions or self.partitions
+
+    @property
     def whole(self) -> bool:
         """Whether the log holds a task of every partition the stage
         declared (``True`` when it declared none, or it failed or never

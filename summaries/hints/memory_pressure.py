@@ -199,7 +199,9 @@ def _where(ctx: Context, stage_id: int) -> str:
     return stage_label(stage_id, ctx.stage_labels.get(stage_id))
 
 
-def _partitions(ctx: Context, stage_id: int, tasks: int) -> str:
+def _partitions(ctx: Context, stage_id: int, attempts: int) -> str:
+    info = ctx.facts.stage(stage_id)
+    tasks = info.partition_count if info is not None else attempts
     more = tasks * PARTITION_FACTOR
     app = ctx.app
     if (

@@ -241,6 +241,11 @@ def _fallback_split(s: dict[str, Any], partitions: int, reads: str | None) -> st
             f"{partitions} / spark.default.parallelism={partitions}: more reducers "
             "of the shuffle it reads)"
         )
+    if s["source"] == "unknown":
+        return (
+            f"{partitions} partitions (the partition count of the call that "
+            f"makes its data, or repartition({partitions}) before it)"
+        )
     price = ""
     if s.get("reshuffle_bytes"):
         price = (
@@ -269,13 +274,20 @@ def split_advice(ctx: Context, stage_id: int, partitions: int) -> str:
     See ``tests/summaries/test_memory_pressure.py``.
     """
     row = ctx.stage_row(stage_id) or {}
-    tasks = int(row.get("tasks") or 0)
+    info = ctx.facts.stage(stage_id)
+    tasks = info.partition_count if info is not None else int(row.get("tasks") or 0)
     reads = ctx.facts.reads(stage_id)
     s = {
         "stage_id": stage_id,
         "tasks": tasks,
         "bytes": float(row.get("bytes") or 0),
-        "source": "shuffle" if reads in (None, "shuffle") else "input",
+        # A log that names neither its RDDs nor its parents (Spark 1.3)
+        # does not say whether the stage reads a shuffle.
+        "source": "unknown"
+        if reads is None
+        else "shuffle"
+        if reads == "shuffle"
+        else "input",
     }
     return _split(ctx, s, partitions)
 

@@ -66,7 +66,10 @@ def test_gc_bound_fires_when_gc_holds_the_path():
     assert "spark.executor.memory" in action
     assert "spark.driver.memory" not in action
     assert "memoryFraction" not in action and "memory.fraction" not in action
-    assert "spark.sql.shuffle.partitions=4" in action
+    # AND, the trace not saying what the stage reads, no shuffle setting:
+    # the count and where to set it
+    assert "spark.sql.shuffle.partitions" not in action
+    assert "(4 instead of 2)" in action and "repartition(4)" in action
     assert "40%" in action and "40 ms" in action
 
 
@@ -181,7 +184,7 @@ def test_spill_fires_when_a_task_on_the_path_spilled_to_disk():
     action = row["action"]
     assert "1 of 2 tasks (50%)" in action
     assert "8 MB in memory, 2 MB on disk" in action
-    assert "spark.sql.shuffle.partitions=4" in action
+    assert "(4 instead of 2)" in action and "repartition(4)" in action
     assert "spark.executor.memory" in action
     assert "fraction" not in action
 
