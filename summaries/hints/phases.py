@@ -37,6 +37,7 @@ from sparktrail.whatif.changes import DropDriverGap, TaskTimes, Together
 
 from .hint import Hint
 from .inputs import Context
+from .platform import cluster_manager
 
 __all__ = ["driver_phases"]
 
@@ -288,6 +289,54 @@ def _had_executors(app: AppContext, job_id: int, started: int | None) -> bool:
     )
 
 
+#: Why executors were slow to come, by cluster manager: what starts them.
+_STARTS = {
+    "yarn": "YARN took that long to grant and start the containers (the "
+    "queue's free capacity, the container's localisation)",
+    "kubernetes": "the pods took that long to be scheduled and start (their "
+    "image pull, their requests' place in the cluster's queue)",
+    "standalone": "the standalone master had no free cores for this "
+    "application yet (other applications held the workers' cores, or the "
+    "workers were starting): cap the others' spark.cores.max, or run it when "
+    "the cluster is free",
+}
+
+
+def _startup_wait_cause(ctx: Context, wait: dict[str, Any]) -> str:
+    """Why the first job waited with no executor: the cluster manager's
+    start of them, and, when one registered before the first task, the
+    scheduler's own wait after it."""
+    app = ctx.app
+    job = next((j for j in app.jobs if j.job_id == wait["job_id"]), None)
+    start = job.start_ns if job is not None else None
+    added = sorted(
+        e.added_ns
+        for e in app.executors
+        if e.added_ns is not None and e.executor_id != "driver"
+    )
+    first_task = (start or 0) + int(wait["wait_ns"])
+    came = [a for a in added if start is not None and start <= a <= first_task]
+    manager = cluster_manager(app)
+    starts = _STARTS.get(
+        manager or "",
+        "the cluster took that long to start them",
+    )
+    if not came or start is None:
+        return f"no executor had registered yet: {starts}"
+    registered = came[0] - start
+    idle = first_task - came[0]
+    if idle < 0.25 * wait["wait_ns"]:
+        return f"the first executor registered after {duration(registered)}: {starts}"
+    return (
+        f"the first executor registered after {duration(registered)}, yet the "
+        f"first task started {duration(idle)} later, when "
+        f"{sum(1 for a in came if a <= first_task)} had: the scheduler waited for "
+        "more executors (spark.scheduler.minRegisteredResourcesRatio, "
+        "maxRegisteredResourcesWaitingTime) or for its own placement; before "
+        f"that, {starts}"
+    )
+
+
 def _launch_waits(ctx: Context) -> list[Hint]:
     app = ctx.app
     if app.is_local or not app.executors:
@@ -332,11 +381,7 @@ def _launch_waits(ctx: Context) -> list[Hint]:
             "spark.dynamicAllocation.minExecutors)"
         )
     else:
-        why = (
-            "no executor had registered yet: the containers or pods took that "
-            "long to start (their image, their requests' place in the cluster's "
-            "queue); start the work once they are up, or ask for them sooner"
-        )
+        why = _startup_wait_cause(ctx, empty[0])
     evidence = {
         "waits": empty[:10],
         "released_by_dynamic_allocation": released,
