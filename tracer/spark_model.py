@@ -10,7 +10,9 @@ The rules those modules do not state:
 * An attempt ends once: a second ``TaskEnd`` of the same task id (Spark's
   ``Resubmitted``, posted when the executor that holds a finished map
   task's output is lost and the partition is run again) changes nothing;
-  the rerun is a new attempt.
+  the rerun is a new attempt. Nor is a late ``Success`` of an attempt
+  already ended as ``ExecutorLostFailure`` (the lost executor's report
+  arriving after all, Spark 1.x) a failure of its own.
 * An event with a bad field (:class:`~sparktrail.tracer.fields.EventError`)
   changes nothing: a ``TaskEnd`` reads all its fields before it touches
   the task.
@@ -403,8 +405,10 @@ class SparkModel:
         tid = opt_int(info, "Task ID")
         known = self.tasks.get(tid) if tid is not None else None
         if known is not None and known.finish_ms is not None:
-            self.failures.task_end(e, info)  # Resubmitted: its output was lost
-            return  # ended already: Resubmitted (see the module docstring)
+            reason = dict_field(e, "Task End Reason") or {}
+            if reason.get("Reason") == "Resubmitted":
+                self.failures.task_end(e, info)  # its output was lost
+            return  # ended already (see the module docstring)
         # Read every field first: a bad one skips the event, changing nothing.
         finish = time_field(info, "Finish Time")
         getting = time_field(info, "Getting Result Time")

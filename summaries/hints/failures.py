@@ -62,7 +62,7 @@ from .capacity import duration_ns
 from .hint import Hint
 from .inputs import Context
 from .memory_pressure import memory_of
-from .platform import spark_at_least
+from .platform import cluster_manager, spark_at_least
 from .remedies import remedies, remedy_text
 from .wording import settings_text
 
@@ -738,7 +738,7 @@ def _lost_hint(run: _Run, found: list[Failure], dead: dict[str, ExecutorLife]) -
         f"{what} died ({', '.join(ids[:MAX_LISTED])} on "
         f"{', '.join(hosts) or '?'}; {reason}), taking down {took}"
     )
-    action = f"{head}: {_lost_fix(run.app, code)}"
+    action = f"{head}: {_lost_fix(run.app, code, reason)}"
     return run.hint(
         "executor_lost",
         found + resubmitted,
@@ -755,7 +755,30 @@ HEARTBEAT_MAX_FAILURES = 60
 HEARTBEAT_INTERVAL_MS = 10_000.0
 
 
-def _lost_fix(app: AppContext, code: int | None) -> str:
+#: Where an executor's own last words are, by cluster manager.
+_EXECUTOR_LOGS = {
+    "yarn": "the containers' stderr (yarn logs -applicationId <app id>)",
+    "kubernetes": "the executor pods' logs and status (kubectl logs, "
+    "kubectl describe pod: OOMKilled, Evicted)",
+    "standalone": "the workers' logs on those hosts (the Worker's own log, "
+    "and work/<app id>/<executor id>/stderr)",
+}
+
+
+def _where_to_read(app: AppContext, reason: str | None) -> str:
+    """Where to read why executors died, on the run's cluster manager."""
+    manager = cluster_manager(app) or ""
+    logs = _EXECUTOR_LOGS.get(manager, "the lost executors' stderr on their hosts")
+    if manager == "standalone" and reason and "worker lost" in reason.lower():
+        # The master lost the Worker daemon: the host or the Worker went.
+        return (
+            "the standalone Worker of each host went away with its executors: "
+            f"read {logs}"
+        )
+    return f"read {logs}"
+
+
+def _lost_fix(app: AppContext, code: int | None, reason: str | None = None) -> str:
     if code == 56:
         # A bare number is ms for this setting.
         interval_ns = duration_ns(app.setting("spark.executor.heartbeatInterval"), 1e6)
@@ -790,9 +813,7 @@ def _lost_fix(app: AppContext, code: int | None) -> str:
         )
     meaning = exit_meaning(code)
     lead = f"exit code {code}: {meaning}" if meaning else "the log states no cause"
-    return (
-        f"{lead}; read the lost executors' stderr (YARN/Kubernetes logs) on their hosts"
-    )
+    return f"{lead}; {_where_to_read(app, reason)}"
 
 
 def _shuffle_keepers(app: AppContext) -> str:

@@ -419,3 +419,24 @@ def test_failures_that_stay_on_one_executor_name_it_not_the_program() -> None:
     assert set(hint["evidence"]["executors"]) == failed
     assert set(hint["evidence"]["retries_passed_on"]) == passed - failed
     assert "not the program" in hint["action"]
+
+
+@pytest.mark.parametrize(
+    ("master", "reason", "said"),
+    [
+        ("yarn", "Container killed", "yarn logs -applicationId"),
+        ("k8s://https://k:443", None, "kubectl describe pod"),
+        ("spark://m:7077", "worker lost", "the standalone Worker of each host went"),
+        ("spark://m:7077", "Command exited with code 1", "work/<app id>/<executor id>"),
+        ("local[4]", "worker lost", "the lost executors' stderr on their hosts"),
+    ],
+)
+def test_where_to_read_why_executors_died_fits_the_cluster_manager(
+    master: str, reason: str | None, said: str
+) -> None:
+    from sparktrail.pag.context import AppContext
+    from sparktrail.summaries.hints.failures import _lost_fix
+
+    text = _lost_fix(AppContext(master=master), None, reason)
+    assert said in text
+    assert "YARN/Kubernetes" not in text

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tests.tracer.spark_model_support import app, build, task_events, whole_run
+from sparktrail.tracer.spark_model import SparkModel
+from tests.tracer.spark_model_support import MS, app, build, task_events, whole_run
 
 
 def test_failed_killed_speculative_are_marked() -> None:
@@ -39,3 +40,23 @@ def test_spark_cpu_time_is_kept_and_null_where_the_log_has_none() -> None:
         .iter_rows()
     )
     assert cpu == {0: 4_000_000, 1: None}
+
+
+def test_a_late_success_of_a_lost_attempt_is_no_failure_of_its_own() -> None:
+    # GIVEN task 1 ended as ExecutorLostFailure at 50 ms, then (Spark 1.x)
+    # the lost executor's own report of it arrives at 150 ms: a Success
+    # whose task info says failed; the partition reran as task 2
+    lost = task_events(1, 0, 20, 50, "1", reason="ExecutorLostFailure", failed=True)
+    late = task_events(1, 0, 20, 150, "1", failed=True)[1]
+    rerun = task_events(2, 0, 60, 120, "2")
+    model = SparkModel()
+    for event in app([*lost, late, *rerun], master="spark://m:7077"):
+        model.feed(event)
+    trace = model.build(final=True)
+    # THEN the attempt ended once, at 50 ms, as failed
+    ended = trace.filter(pl.col("task_id") == 1)
+    assert int(ended["end_ns"].max()) == 50 * MS  # type: ignore[arg-type]
+    assert set(ended["status"].drop_nulls()) == {"failed"}
+    # AND the failures hold the executor's loss only, no unknown failure
+    kinds = [f.kind for f in model.failures.failures()]
+    assert kinds == ["ExecutorLostFailure"]
