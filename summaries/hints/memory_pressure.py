@@ -84,6 +84,9 @@ MEMORY_FACTOR = 2
 PARTITION_FACTOR = 2
 #: spark.memory.fraction: the step of a suggestion and its bounds.
 FRACTION_STEP = 0.1
+#: A heap this large (MiB) is past the JVM's compressed object pointers
+#: (32 GiB): more of it lengthens full collections more than it eases them.
+LARGE_HEAP_MIB = 32 * 1024
 FRACTION_LOW, FRACTION_HIGH = 0.3, 0.8
 #: A JVM memory size as Spark reads it (no unit: MiB).
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
@@ -126,6 +129,8 @@ class Memory:
     local: bool
     now: str | None
     fraction: float | None
+    #: Task slots of the largest executor (``None``: unknown).
+    cores: int | None = None
 
     @property
     def setting(self) -> str:
@@ -138,6 +143,13 @@ class Memory:
         mib = memory_mib(self.now) if self.now is not None else None
         return None if mib is None else memory_text(mib * MEMORY_FACTOR)
 
+    @property
+    def large(self) -> bool:
+        """Whether an executor's heap is :data:`LARGE_HEAP_MIB` or more: a
+        larger one is no remedy there."""
+        mib = memory_mib(self.now) if self.now is not None else None
+        return not self.local and mib is not None and mib >= LARGE_HEAP_MIB
+
     def heap_action(self) -> str:
         """The sentence that asks for more heap per task.
 
@@ -145,7 +157,20 @@ class Memory:
         'raise spark.executor.memory from 4g to 8g'
         >>> Memory(True, None, None).heap_action()[:53]
         'raise spark.driver.memory (e.g. double it; local mode'
+        >>> Memory(False, "60g", None, cores=1).heap_action()[:33]
+        'not a heap larger than 60g (past '
         """
+        if self.large:
+            fewer = (
+                " with fewer cores each (spark.executor.cores)"
+                if self.cores is None or self.cores > 1
+                else ""
+            )
+            return (
+                f"not a heap larger than {self.now} (past 32g the JVM's object "
+                "pointers double and full collections grow long): more, smaller "
+                f"executors of at most 31g{fewer}"
+            )
         suggested = self.suggested
         change = f"raise {self.setting}"
         notes = []
@@ -192,7 +217,8 @@ def memory_of(ctx: Context) -> Memory:
         fraction = float(value) if value is not None else None
     except ValueError:
         fraction = None
-    return Memory(local, now, fraction)
+    cores = max((e.cores for e in app.executors if e.cores), default=None)
+    return Memory(local, now, fraction, cores)
 
 
 def _where(ctx: Context, stage_id: int) -> str:
@@ -483,6 +509,9 @@ def heap_remedy(ctx: Context) -> str:
     execution share where the version has one (:func:`fraction_advice`),
     or less cached on it."""
     memory = "spark.driver.memory" if ctx.app.is_local else "spark.executor.memory"
-    fraction = fraction_advice(ctx, memory_of(ctx), -FRACTION_STEP)
+    settings = memory_of(ctx)
+    if settings.large:
+        return settings.heap_action() + ", or cache less"
+    fraction = fraction_advice(ctx, settings, -FRACTION_STEP)
     lower = f" or {fraction}" if fraction else ""
     return f"raise {memory}{lower}, or cache less"

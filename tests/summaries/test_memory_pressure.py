@@ -100,6 +100,26 @@ def test_the_memory_fraction_advice_follows_the_spark_version(
         assert said in row["action"]
 
 
+def test_gc_on_a_heap_past_32g_asks_for_smaller_executors_not_a_larger_heap():
+    # GIVEN the GC-heavy stage on executors of 48g
+    from sparktrail.pag.trace import Trace as Valid
+    from sparktrail.pag.trace import load_trace
+
+    context = AppContext(
+        app_id="a",
+        master="yarn",
+        spark_version="3.5.0",
+        properties={"spark.executor.memory": "48g"},
+    )
+    trace = Valid(load_trace(gc_heavy(40)).frame, context)
+    ((row, _),) = of_kind(hints(trace), "gc_bound")
+    # THEN no larger heap: smaller executors, with the reason
+    action = row["action"]
+    assert "raise spark.executor.memory" not in action
+    assert "not a heap larger than 48g" in action
+    assert "executors of at most 31g" in action
+
+
 def test_gc_bound_does_not_split_tasks_already_under_the_target_time():
     # GIVEN the same 40% GC in tasks of 10 ms (under the 100 ms target)
     ((row, ev),) = of_kind(hints(gc_heavy(40, task_ms=10)), "gc_bound")
