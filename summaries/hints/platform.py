@@ -27,6 +27,7 @@ __all__ = [
     "cluster_manager",
     "interactive_signs",
     "spark_at_least",
+    "why_no_speculation",
 ]
 
 #: App names Spark's own shells give their applications.
@@ -136,6 +137,23 @@ def aqe_enabled(app: AppContext) -> bool:
     if flag is not None:
         return flag
     return bool(spark_at_least(app, 3, 2)) or _databricks(app)
+
+
+def why_no_speculation(app: AppContext) -> str | None:
+    """Why ``spark.speculation`` cannot act here, in words (``None``: it can;
+    see :func:`can_speculate`).
+
+    >>> why_no_speculation(AppContext(master="local[4]"))
+    'Spark does not speculate on a local master'
+    """
+    if app.is_local:
+        return "Spark does not speculate on a local master"
+    if not can_speculate(app):
+        return (
+            "every executor is on one host, where Spark never runs a copy beside "
+            "the attempt"
+        )
+    return None
 
 
 def can_speculate(app: AppContext) -> bool:

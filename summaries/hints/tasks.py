@@ -52,7 +52,7 @@ from sparktrail.whatif.contention import split_slowdowns
 from ..operator import stage_label, stage_name
 from .hint import Hint
 from .inputs import UNEVEN_RATIO, Context
-from .platform import aqe_enabled, can_speculate
+from .platform import aqe_enabled, can_speculate, why_no_speculation
 from .remedies import NOTES, remedies, remedy_text
 
 __all__ = [
@@ -411,6 +411,12 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         )
     where = f"{_where(task)} on {task['worker']}"
     critical_ns = task["running_cp_share"] * task["duration_ns"]
+    metrics = _task_metrics(ctx, [task["task_id"]])
+    gc_ns, cpu = _gc_ns(metrics), _cpu_share(metrics)
+    excess = max(0.0, task["duration_ns"] - task["median_ns"])
+    gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
+    evidence |= {"cpu_share": cpu, "gc_ns": gc_ns, "gc_of_excess": gc_share}
+    cause = _slow_cause(ctx, cpu, gc_share, one=True)
     if slow_copy is not None or not can_speculate(ctx.app):
         # A copy cannot help: the partition's other attempt was as slow, or
         # Spark never speculates here (a local master).
@@ -418,15 +424,20 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
             f"another attempt of the partition ran {duration(slow_copy)} too, so the "
             "partition itself is slow, not its host"
             if slow_copy is not None
-            else "Spark does not speculate on a local master"
+            else why_no_speculation(ctx.app)
         )
         evidence |= {"other_attempt_ns": slow_copy}
+        look = (
+            f"{cause} ({where})"
+            if cause is not None
+            else f"look at what makes {where} slow (its input, a UDF or external "
+            "call on its rows, a lock)"
+        )
         return Hint(
             "straggler_task",
             task["cp_share"],
             evidence,
-            f"{took}; {why}: look at what makes {where} slow (its input, a "
-            "UDF or external call on its rows, a lock)",
+            f"{took}; {why}: {look}",
             task["stage_id"],
             task["executor"],
             task["partition"],
@@ -444,7 +455,7 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         f"{took}: {_speculation(ctx, task, ratio)} (a copy would "
         f"end after ~{duration(predicted)} instead of "
         f"{duration(task['duration_ns'])}); "
-        f"inspect {where}"
+        + (f"{cause} ({where})" if cause is not None else f"inspect {where}")
     )
     return Hint(
         "straggler_task",
@@ -750,6 +761,37 @@ def own_work_change(
 _TASK_METRICS = ("executor_cpu_ns", "executor_run_ns", "jvm_gc_ns")
 
 
+def _slow_cause(
+    ctx: Context, cpu: float | None, gc_share: float | None, one: bool = False
+) -> str | None:
+    """What slowed tasks (``one``: a task), as Spark's metrics of them say:
+    the JVM's pauses (GC past :data:`GC_CAUSE_SHARE` of their time past the
+    median), waiting (CPU under :data:`WAITED_CPU_SHARE` of their run time)
+    or computing; ``None`` when the log states neither GC nor CPU time."""
+    they, their, them = ("it", "its", "it") if one else ("they", "their", "them")
+    if gc_share is not None and gc_share >= GC_CAUSE_SHARE:
+        # memory_pressure reads the skew test here: imported when used
+        from .memory_pressure import heap_remedy
+
+        return (
+            f"{their} JVM paused: GC took {min(1.0, gc_share):.0%} of {their} time "
+            f"past the median, so the heap, not {their} rows, slowed {them}: "
+            f"{heap_remedy(ctx)}"
+        )
+    if cpu is not None and cpu < WAITED_CPU_SHARE:
+        return (
+            f"{they} waited, not computed (Spark's CPU time is {cpu:.0%} of "
+            f"{their} run time): an external call, I/O, a lock or a sleep in the "
+            "code those partitions run"
+        )
+    if cpu is not None:
+        return (
+            f"{they} computed longer (CPU {cpu:.0%} of {their} run time): what "
+            f"{their} rows hold (nested or wide values, a UDF's slow path)"
+        )
+    return None
+
+
 def _task_metrics(ctx: Context, task_ids: list[int]) -> pl.DataFrame:
     """``task_id`` and each of :data:`_TASK_METRICS` the trace states, one
     row per task of ``task_ids``: one pass over the trace for the CPU and
@@ -926,26 +968,9 @@ def _tail_words(
     head = f"{count} ran {span} the stage's median time on " + (
         "input of the same size" if sized else "input whose size Spark did not report"
     )
-    if gc_share is not None and gc_share >= GC_CAUSE_SHARE:
-        # memory_pressure reads the skew test here: imported when used
-        from .memory_pressure import heap_remedy
-
-        what = (
-            f"their JVM paused: GC took {min(1.0, gc_share):.0%} of their time "
-            f"past the median, so the heap, not their rows, slowed them: "
-            f"{heap_remedy(ctx)}"
-        )
-    elif cpu is not None and cpu < WAITED_CPU_SHARE:
-        what = (
-            f"they waited, not computed (Spark's CPU time is {cpu:.0%} of their "
-            "run time): an external call, I/O, a lock or a sleep in the code "
-            "those partitions run"
-        )
-    elif cpu is not None:
-        what = (
-            f"they computed longer (CPU {cpu:.0%} of their run time): what "
-            "their rows hold (nested or wide values, a UDF's slow path)"
-        )
+    slowed = _slow_cause(ctx, cpu, gc_share)
+    if slowed is not None:
+        what = slowed
     elif sized:
         what = (
             "on the same input, the rows are no likely cause, and the log "

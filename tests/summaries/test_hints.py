@@ -985,3 +985,22 @@ def test_a_tail_on_the_same_input_without_cpu_or_gc_does_not_blame_the_rows() ->
     assert ev["gc_of_excess"] == 0
     assert "the rows are no likely cause" in row["action"]
     assert "a slow read" in row["action"]
+
+
+def test_one_slow_task_slowed_by_gc_names_the_heap() -> None:
+    # GIVEN the tail stage with one slow task only, which spent 180 of its
+    # 200 ms in GC
+    t = Trace()
+    t.task("exec-1/0", 0, [("processing", 20)])
+    slow = t.task("exec-1/0", 20, [("processing", 200)])
+    for executor in ("exec-1", "exec-2"):
+        for i in range(5):
+            t.task(f"{executor}/1", 20 * i, [("processing", 20)])
+    t.task("exec-2/0", 0, [("processing", 20)])
+    gc = pl.when(pl.col("task_id") == slow).then(180 * MS).otherwise(0)
+    frame = t.frame().with_columns(gc.cast(pl.Int64).alias("jvm_gc_ns"))
+    row, ev = only(hints(frame, 300), "straggler_task")
+    # THEN its JVM's pauses are the cause, with the heap as the lever
+    assert ev["gc_of_excess"] == pytest.approx(1.0)
+    assert "its JVM paused" in row["action"]
+    assert "spark.executor.memory" in row["action"]
