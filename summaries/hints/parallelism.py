@@ -333,7 +333,11 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
         # Splits near the cap: the files are large enough to cut smaller;
         # well over it, the scan could not cut them (gzip, one file a task).
         "splittable_input": 0.5 * cap <= per_task <= UNSPLIT_RATIO * cap,
-        "unsplittable_input": reads == "input" and per_task > UNSPLIT_RATIO * cap,
+        # The scan's cap splits a DataFrame's files; the RDD API splits by
+        # the file system's blocks and minPartitions, which it does not know.
+        "unsplittable_input": reads == "input"
+        and engine not in ("rdd", "pyspark_rdd")
+        and per_task > UNSPLIT_RATIO * cap,
         "aqe_coalesced": reads == "shuffle"
         and call is None
         and facts.aqe(s["stage_id"])

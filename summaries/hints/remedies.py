@@ -188,8 +188,11 @@ CATALOGUE: tuple[Remedy, ...] = (
     ),
     _r(
         "more_partitions",
-        "repartition({n}) right after the read: the files cannot be split "
-        "further (a shuffle of their bytes, priced in the saving)",
+        "store the input splittable: its files do not split (gzip or another "
+        "whole-file format: one task a file, whatever the split size), so "
+        "rewrite them as Parquet, ORC or bzip2, or as more, smaller files, for "
+        "the scan to run {n} tasks (a repartition({n}) after the read would "
+        "split only the work after it)",
         reads={"input"},
         needs="unsplittable_input",
     ),

@@ -438,3 +438,43 @@ def test_a_stage_reading_a_shuffle_gets_more_reducers():
     # THEN the same shuffle gets more reducers, at no extra shuffle
     assert ev["source"] == "shuffle" and "reshuffle_ns" not in ev
     assert "spark.sql.shuffle.partitions=4" in row["action"]
+
+
+def gzip_scan(rdds: tuple[str, ...]) -> tuple[pl.DataFrame, AppContext]:
+    """A one-stage scan of 2 files of 400 MB each (over three times the
+    128 MB split cap: files that did not split) in 2 tasks of 1 s on an
+    executor of 8 cores."""
+    from sparktrail.pag.context import StageInfo
+
+    t = Trace()
+    for slot in (0, 1):
+        t.task(f"exec-1/{slot}", 0, [("processing", 1000)], nbytes=400 << 20)
+    for slot in range(2, 8):
+        t.local(f"exec-1/{slot}", 0, 1000, "waiting")
+    app = AppContext(
+        master="yarn",
+        spark_version="3.5.0",
+        executors=(ExecutorLife("1", 8, host="h", added_ns=0),),
+        stages=(StageInfo(0, declared_tasks=2, rdds=rdds),),
+    )
+    return t.frame(), app
+
+
+def test_files_that_did_not_split_are_to_be_stored_splittable():
+    # GIVEN a DataFrame scan whose 2 tasks read 400 MB each
+    frame, app = gzip_scan(("FileScanRDD", "FileScan csv", "WholeStageCodegen (1)"))
+    row, _ = only(hints_of(frame, app, window_ns=S, options=PARALLEL), "parallelism")
+    # THEN the lever is the input's layout, not a split setting the files
+    # ignore
+    assert "store the input splittable" in row["action"]
+    assert "maxPartitionBytes" not in row["action"]
+
+
+def test_an_rdd_scan_of_large_splits_is_split_by_min_partitions():
+    # GIVEN the same reads by the RDD API, which splits by blocks and
+    # minPartitions, not by the scan's cap
+    frame, app = gzip_scan(("HadoopRDD", "textFile", "MapPartitionsRDD"))
+    row, _ = only(hints_of(frame, app, window_ns=S, options=PARALLEL), "parallelism")
+    # THEN its own argument, with no claim that the files do not split
+    assert "minPartitions" in row["action"]
+    assert "store the input splittable" not in row["action"]
