@@ -11,18 +11,77 @@ Conventions
 
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
 
 from sparktrail.pag.workers import worker_label, worker_text
+from sparktrail.units import percent
 
 __all__ = [
     "ACTIVITY_COLOURS",
+    "ACTIVITY_TEXT",
     "CP_COLOURSCALE",
+    "NO_STAGE",
     "activity_colour",
+    "activity_text",
     "empty_figure",
+    "no_stage_label",
     "worker_label",
     "worker_text",
 ]
+
+#: How every page names an activity (DESIGN §3), as a sentence starts.
+ACTIVITY_TEXT: dict[str, str] = {
+    "startup": "Start-up",
+    "driver": "Driver code between jobs",
+    "processing": "Task computation",
+    "scheduling": "Task scheduling",
+    "deserialization": "Task deserialization",
+    "serialization": "Result serialization",
+    "shuffle_read": "Shuffle reads",
+    "shuffle_write": "Shuffle writes",
+    "result": "Sending task results",
+    "gc": "Garbage collection",
+    "waiting": "Waiting for work",
+    "trigger_wait": "Waiting for the next trigger",
+    "control": "Messages between driver and executors",
+    "data": "Data transfers",
+}
+
+#: The operator row of edges outside any stage, when its parts are unknown.
+NO_STAGE = "(no stage: driver, idle)"
+
+
+def activity_text(activity: str) -> str:
+    """An activity in words, as a sentence starts.
+
+    >>> activity_text("driver"), activity_text("custom")
+    ('Driver code between jobs', 'custom')
+    """
+    return ACTIVITY_TEXT.get(activity, activity)
+
+
+def no_stage_label(parts: list[dict[str, Any]] | None, most: int = 3) -> str:
+    """The operator row outside any stage, named by its largest ``parts``
+    (``activity, cp_share``: :func:`~sparktrail.summaries.operator.
+    with_no_stage_parts`), else :data:`NO_STAGE`.
+
+    >>> no_stage_label([{"activity": "waiting", "cp_share": 0.38},
+    ...     {"activity": "driver", "cp_share": 0.1}])
+    '(no stage: waiting for work 38%, driver code between jobs 10%)'
+    >>> no_stage_label(None) == NO_STAGE
+    True
+    """
+    if not parts:
+        return NO_STAGE
+    shown = [
+        f"{activity_text(p['activity']).lower()} {percent(p['cp_share'])}"
+        for p in parts[:most]
+    ]
+    more = "" if len(parts) <= most else ", …"
+    return f"(no stage: {', '.join(shown)}{more})"
+
 
 #: One colour per activity type (DESIGN §3), the same in every figure.
 ACTIVITY_COLOURS: dict[str, str] = {

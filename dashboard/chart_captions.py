@@ -6,8 +6,6 @@ report (:data:`CAPTIONS`, by chart).
 
 from __future__ import annotations
 
-from .operator_chart import NO_STAGE
-
 __all__ = ["CAPTIONS"]
 
 #: One line under each chart: what it shows and how to read it, in the words
@@ -19,9 +17,10 @@ CAPTIONS: dict[str, str] = {
     "straggler": "Each worker's CP share (red) beside its fair share (grey), "
     "the share it would hold if the critical path were spread evenly over the "
     "active workers: red far above grey is a straggler.",
-    "operator": f"CP share of each operator (call site and SQL plan node, the "
-    f"same across jobs; its stages on hover); {NO_STAGE} is driver code and "
-    f"slots waiting for work.",
+    "operator": "CP share of each operator (call site and SQL plan node, the "
+    'same across jobs; its stages on hover); the "(no stage: …)" bar is the '
+    "time outside any stage (driver code, scheduling, slots waiting for work), "
+    "its largest parts on its label.",
     "communication": "CP share of the messages and shuffle reads from each "
     "sender (row) to each receiver (column): a dark cell is a channel the "
     "critical path waits on.",

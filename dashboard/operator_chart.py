@@ -7,16 +7,21 @@ import polars as pl
 
 from sparktrail.summaries.frames import CP_NS, CP_SHARE
 
-from .chart_basics import empty_figure
+from .chart_basics import NO_STAGE, empty_figure, no_stage_label
 
 __all__ = ["LABEL_CHARS", "NO_STAGE", "operator_bars", "short_labels"]
 
-#: Label of the operator row that collects edges outside any stage.
-NO_STAGE = "(no stage: driver, idle)"
-
 
 def _operator_labels(operator: pl.DataFrame) -> list[str]:
-    return [NO_STAGE if op is None else str(op) for op in operator["operator"]]
+    parts = (
+        operator["parts"].to_list()
+        if "parts" in operator.columns
+        else [None] * len(operator)
+    )
+    return [
+        no_stage_label(part) if op is None else str(op)
+        for op, part in zip(operator["operator"], parts, strict=True)
+    ]
 
 
 #: Characters of an operator label shown beside its bar (the whole label is
@@ -113,8 +118,8 @@ def operator_bars(operator: pl.DataFrame, top: int = 20) -> go.Figure:
         ``Summaries.operator``: ``operator, cp_share, cp_ns`` and, when
         present, ``stage_ids, call_site, tasks, median_task_ns`` (hover).
         Several rows of one operator (one per stage) make one bar. The row
-        with a null operator (edges outside any stage) is labelled
-        ``NO_STAGE``.
+        with a null operator (edges outside any stage) is labelled by its
+        ``parts`` (:func:`.chart_basics.no_stage_label`).
     top
         Show the ``top`` operators with the largest CP share.
 

@@ -37,6 +37,7 @@ from sparktrail.summaries.operator import stage_label
 from sparktrail.summaries.run_shares import job_time_ns, run_span
 from sparktrail.units import duration
 
+from .chart_basics import activity_text
 from .figures import SHARE_ONLY, saving_text
 
 __all__ = [
@@ -83,24 +84,6 @@ _PROBLEM: dict[str, str] = {
     "planning_bound": (
         "a streaming query spends its triggers planning and tracking offsets"
     ),
-}
-
-#: How the verdict names an activity that dominates a run without a hint.
-_ACTIVITY_TEXT: dict[str, str] = {
-    "startup": "Start-up",
-    "driver": "Driver code between jobs",
-    "processing": "Task computation",
-    "scheduling": "Task scheduling",
-    "deserialization": "Task deserialization",
-    "serialization": "Result serialization",
-    "shuffle_read": "Shuffle reads",
-    "shuffle_write": "Shuffle writes",
-    "result": "Sending task results",
-    "gc": "Garbage collection",
-    "waiting": "Waiting for work",
-    "trigger_wait": "Waiting for the next trigger",
-    "control": "Messages between driver and executors",
-    "data": "Data transfers",
 }
 
 
@@ -343,7 +326,7 @@ def window_state(summaries: Summaries) -> str:
     if top.is_empty():
         return "It has no path from start to end."
     activity, share = top.row(0)[0], float(top[CP_SHARE][0])
-    name = _ACTIVITY_TEXT.get(activity, activity)
+    name = activity_text(activity)
     return f"{name} made {share:.0%} of its critical path."
 
 
@@ -372,7 +355,7 @@ def _activity_verdict(summaries: Summaries, jobs: int | None) -> str:
     if top.is_empty():
         return "No critical path was found: no window has a path from start to end."
     activity, share = top.row(0)[0], float(top[CP_SHARE][0])
-    name = _ACTIVITY_TEXT.get(activity, activity)
+    name = activity_text(activity)
     head = f"{name} took {share:.0%} of the run"
     if activity == "driver":
         head = _idle_text(summaries, share) or head

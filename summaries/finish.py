@@ -25,7 +25,7 @@ from sparktrail.whatif import Replay
 from .activity import activity_from_partial
 from .communication import communication_from_partial
 from .hints import Context, ranked_hints, rule_hints, task_shares
-from .operator import operators_and_stages
+from .operator import operators_and_stages, with_no_stage_parts
 from .partials import Partials
 from .result import HintOptions, Summaries
 from .run_shares import n_path_windows
@@ -179,6 +179,7 @@ def summaries_from_partials(
     partials = replace(partials, tasks=partials.tasks.clear())
     # The hint rules look stages up: they read the per-stage drill-down.
     operator, stages = operators_and_stages(partials.operators, windows, tasks)
+    operator = with_no_stage_parts(operator, partials.stages)
     communication = communication_from_partial(partials.channels, windows, valid)
     release_if_long(len(tasks))
     # The tables read every fact of every task: built before the hints,

@@ -67,6 +67,7 @@ __all__ = [
     "WINDOWS",
     "SchemaError",
     "check_summary_frames",
+    "with_parts",
     "with_share_of",
 ]
 
@@ -136,6 +137,9 @@ OPERATOR: Schema = {
     "bytes": pl.Int64(),
     "shuffle_write_bytes": pl.Int64(),
     "median_task_ns": pl.Float64(),
+    # The row outside any stage: its activities and their shares
+    # (:func:`~sparktrail.summaries.operator.with_no_stage_parts`).
+    "parts": pl.List(pl.Struct({"activity": pl.String(), CP_SHARE: pl.Float64()})),
 }
 #: CP by executor-level channel (:mod:`~sparktrail.summaries.communication`).
 COMMUNICATION: Schema = {
@@ -173,6 +177,18 @@ OLDER_SHARE_OF: Mapping[str, str] = {
     "stream_backlog": "input",
     "trigger_bound": "trigger",
 }
+
+
+def with_parts(operator: pl.DataFrame) -> pl.DataFrame:
+    """An operator frame saved by an older sparktrail with its ``parts``
+    column (null: the breakdown was not saved).
+
+    >>> with_parts(pl.DataFrame({"operator": [None]}))["parts"].to_list()
+    [None]
+    """
+    if "parts" in operator.columns:
+        return operator
+    return operator.with_columns(pl.lit(None, dtype=OPERATOR["parts"]).alias("parts"))
 
 
 def with_share_of(hints: pl.DataFrame) -> pl.DataFrame:

@@ -29,6 +29,7 @@ from sparktrail.pag.trace import (
     slices_query,
 )
 
+from .frames import OPERATOR
 from .run_shares import WINDOW, Frame, path_windows, whole_run, with_paths
 from .task_table import task_facts
 
@@ -40,6 +41,7 @@ __all__ = [
     "operators_and_stages",
     "stage_label",
     "stage_name",
+    "with_no_stage_parts",
 ]
 
 _KEYS = ["operator", "stage_id"]
@@ -289,3 +291,50 @@ def _per_operator(
     facts = _facts(tasks, ["operator"]).drop("stage_id", strict=False)
     out = grouped.join(facts, on="operator", how="left", nulls_equal=True)
     return out.with_columns(stages=pl.col("stage_ids").list.len().cast(pl.UInt32))
+
+
+#: The ``parts`` of the row outside any stage: each activity and its share.
+PARTS = OPERATOR["parts"]
+
+
+def with_no_stage_parts(operator: pl.DataFrame, stages: pl.DataFrame) -> pl.DataFrame:
+    """``operator`` with ``parts`` on its row outside any stage (the driver's
+    code, the scheduler's delay, idle waiting, start-up): each activity of
+    that row and its share of the critical path, largest first, adding up
+    to the row's ``cp_share``; null on every other row.
+
+    ``stages`` is the run's ``stage_id, activity, cp`` partial
+    (:func:`~sparktrail.summaries.partials.stage_partial`).
+
+    >>> op = pl.DataFrame({"operator": ["a", None], "stage_id": [0, None],
+    ...     "cp_share": [0.5, 0.5]})
+    >>> st = pl.DataFrame({"stage_id": [0, None, None], "activity":
+    ...     ["processing", "driver", "waiting"], "cp": [4.0, 1.0, 3.0]})
+    >>> parts = with_no_stage_parts(op, st)["parts"].to_list()[1]
+    >>> [(p["activity"], p["cp_share"]) for p in parts]
+    [('waiting', 0.375), ('driver', 0.125)]
+    """
+    outside = (
+        stages.filter(pl.col("stage_id").is_null())
+        .group_by("activity")
+        .agg(pl.col("cp").sum())
+        .filter(pl.col("cp") > 0)
+        .sort(["cp", "activity"], descending=[True, False])
+    )
+    none = pl.lit(None, dtype=PARTS).alias("parts")
+    total = float(outside["cp"].sum() or 0.0)
+    row = operator.filter(pl.col("operator").is_null())
+    if total <= 0 or row.is_empty():
+        return operator.with_columns(none)
+    share = float(row["cp_share"].sum())
+    parts = [
+        {"activity": a, "cp_share": cp / total * share}
+        for a, cp in outside.select("activity", "cp").iter_rows()
+    ]
+    filled = pl.Series("parts", [parts], dtype=PARTS)
+    return operator.with_columns(
+        pl.when(pl.col("operator").is_null())
+        .then(filled.first())
+        .otherwise(none)
+        .alias("parts")
+    )

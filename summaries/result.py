@@ -45,6 +45,7 @@ from .frames import (
     SUMMARY_FRAMES,
     SUMMARY_SCHEMAS,
     check_summary_frames,
+    with_parts,
     with_share_of,
 )
 
@@ -330,6 +331,7 @@ class Summaries:
                 pl.lit(1, pl.Int64).alias(SPAN)
             )
         frames["hints"] = with_share_of(frames["hints"])  # an older one lacks it
+        frames["operator"] = with_parts(frames["operator"])  # as may this
         check_summary_frames(frames, where)
         if window_ns is None or origin_ns is None:
             saved = window_of(frames["windows"])

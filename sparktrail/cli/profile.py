@@ -134,6 +134,7 @@ def print_summary(
 ) -> None:
     """The terminal summary of ``profile``: what ran and the verdict, then
     top operators, workers vs fair share, the hints."""
+    from sparktrail.dashboard.chart_basics import no_stage_label
     from sparktrail.dashboard.figures import SHARE_ONLY, saving_text
     from sparktrail.dashboard.report import window_text
     from sparktrail.dashboard.verdict import header_line, verdict
@@ -159,9 +160,11 @@ def print_summary(
     print("\nTop critical operators (share of the critical path):", file=out)
     ops = summaries.operator.head(top)
     stages = ops["stages"] if "stages" in ops.columns else [None] * len(ops)
-    for operator, share, n in zip(ops["operator"], ops[CP_SHARE], stages, strict=True):
+    parts = ops["parts"].to_list() if "parts" in ops.columns else [None] * len(ops)
+    listed = zip(ops["operator"], ops[CP_SHARE], stages, parts, strict=True)
+    for operator, share, n, part in listed:
         ran = f" ({n} stages)" if n and n > 1 else ""
-        name = operator or "(no stage: driver, idle)"
+        name = operator or no_stage_label(part)
         print(f"  {_pct(share)}  {name}{ran}", file=out)
     print("\nTop workers (CP share vs fair share):", file=out)
     for worker, share, fair in (

@@ -132,6 +132,10 @@ def test_terminal_summary_names_stages_workers_and_hints(
     stages = out.split("Top critical operators")[1].split("Top workers")[0]
     # the log's two RDD jobs run one operator, named by its call site
     assert "collect at <console>:25 (2 stages)" in stages
+    # AND the time outside any stage is named by its parts, the largest first
+    # (the shell starts for 12 s before its first job)
+    outside = next(line for line in stages.splitlines() if "(no stage:" in line)
+    assert "(no stage: start-up 75%, driver code between jobs" in outside
     workers = out.split("Top workers")[1].split("Hints")[0].strip().splitlines()
     assert workers[1].split()[-1] == "driver"
     assert "Hints (0):" in out and "none:" in out

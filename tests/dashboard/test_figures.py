@@ -148,6 +148,31 @@ def test_operator_bars_label_the_row_outside_any_stage() -> None:
     assert fig.layout.xaxis.title.text == "share of the critical path"
 
 
+def test_the_row_outside_any_stage_is_named_by_its_largest_parts() -> None:
+    # GIVEN the row outside any stage, 60% of the path: 45% waiting, 10%
+    # driver code, 5% scheduling
+    parts = [
+        {"activity": "waiting", "cp_share": 0.45},
+        {"activity": "driver", "cp_share": 0.10},
+        {"activity": "scheduling", "cp_share": 0.05},
+    ]
+    operator = pl.DataFrame(
+        {
+            "operator": [None, "count at A.scala:3"],
+            "cp_share": [0.6, 0.4],
+            "cp_ns": [6e8, 4e8],
+            "parts": [parts, None],
+        }
+    )
+    fig = figures.operator_bars(operator)
+    # THEN its bar says what it held, in words and shares (hover: whole)
+    label = fig.data[0].customdata[-1][-1]
+    assert label == (
+        "(no stage: waiting for work 45%, driver code between jobs 10%, "
+        "task scheduling 5%)"
+    )
+
+
 def test_communication_heatmap_sums_kinds_per_channel() -> None:
     communication = pl.DataFrame(
         {
@@ -368,7 +393,7 @@ def test_every_chart_has_a_one_line_caption_in_glossary_words() -> None:
     for caption in figures.CAPTIONS.values():
         assert "\n" not in caption and 40 < len(caption) < 260
     assert "fair share" in figures.CAPTIONS["straggler"]
-    assert figures.NO_STAGE in figures.CAPTIONS["operator"]
+    assert "(no stage: …)" in figures.CAPTIONS["operator"]
     assert "CP" in figures.CAPTIONS["timeline"]
     # AND every hints column has hover help
     assert set(figures.HINT_HELP) == set(figures.HINT_COLUMNS)
