@@ -93,6 +93,37 @@ def _failed_midway(failure: Failure) -> bool:
     return failure.kind == "JobFailed" and SHUT_DOWN not in (failure.message or "")
 
 
+def _requested(ctx: Context) -> int | None:
+    """The executors a static allocation asked for (``None``: dynamic, or
+    not stated)."""
+    if ctx.facts.dynamic_allocation.enabled:
+        return None
+    text = ctx.app.setting("spark.executor.instances")
+    return int(text) if text is not None and text.strip().isdigit() else None
+
+
+#: Where a cluster manager's capacity for an application is set.
+_CAPACITY = {
+    "yarn": "the YARN queue's free capacity",
+    "kubernetes": "the namespace's quota and the nodes' free resources",
+}
+
+
+def _not_granted(platform: str | None, ran: int, requested: int) -> str:
+    """The remedy when fewer executors ran than the application asked for.
+
+    >>> _not_granted("yarn", 24, 36)[:60]
+    'only 24 of the 36 executors it asked for (spark.executor.ins'
+    """
+    where = _CAPACITY.get(platform or "", "the cluster's free capacity")
+    return (
+        f"only {ran} of the {requested} executors it asked for "
+        f"(spark.executor.instances) ever ran at once: the cluster did not grant "
+        f"more ({where}), so a larger request adds none: give the application "
+        "more capacity there"
+    )
+
+
 def capacity_bound(ctx: Context) -> list[Hint]:
     """More executors would have finished the jobs sooner (module notes)."""
     app = ctx.app
@@ -133,7 +164,12 @@ def capacity_bound(ctx: Context) -> list[Hint]:
         instances=app.setting("spark.executor.instances") or "unset",
         cores=SCALE * slots,
     )
+    requested = _requested(ctx)
+    if requested is not None and executors < requested:
+        # The request was not the limit: asking for more adds none.
+        texts = [_not_granted(facts.platform, executors, requested)]
     evidence = {
+        "requested_executors": requested,
         "busy_share": share,
         "slots": slots,
         "executors": executors,
