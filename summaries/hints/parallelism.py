@@ -292,6 +292,9 @@ def split_advice(ctx: Context, stage_id: int, partitions: int) -> str:
     return _split(ctx, s, partitions)
 
 
+#: RDDs of a Kafka read (a DStream's direct stream, a Structured Streaming
+#: Kafka source).
+KAFKA_RDDS = ("KafkaRDD", "KafkaSourceRDD")
 #: A scope name of the RDD API's own repartitioning call.
 _RDD_CALLS = ("coalesce", "repartition", "partitionBy")
 
@@ -319,7 +322,10 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
         reads = "shuffle"
     cap = facts.scan_cap(s["stage_id"])
     per_task = s["bytes"] / max(1, s["tasks"])
+    # A Kafka read splits by the topic's partitions, not by files.
+    kafka = stage is not None and any(n.startswith(KAFKA_RDDS) for n in stage.rdds)
     values = {
+        "kafka": kafka,
         "engine": engine,
         "reads": reads,
         "stage_id": s["stage_id"],
@@ -332,10 +338,11 @@ def _split(ctx: Context, s: dict[str, Any], partitions: int) -> str:
         "split_now": size(cap),
         # Splits near the cap: the files are large enough to cut smaller;
         # well over it, the scan could not cut them (gzip, one file a task).
-        "splittable_input": 0.5 * cap <= per_task <= UNSPLIT_RATIO * cap,
+        "splittable_input": not kafka and 0.5 * cap <= per_task <= UNSPLIT_RATIO * cap,
         # The scan's cap splits a DataFrame's files; the RDD API splits by
         # the file system's blocks and minPartitions, which it does not know.
         "unsplittable_input": reads == "input"
+        and not kafka
         and engine not in ("rdd", "pyspark_rdd")
         and per_task > UNSPLIT_RATIO * cap,
         "aqe_coalesced": reads == "shuffle"

@@ -159,6 +159,7 @@ CATALOGUE: tuple[Remedy, ...] = (
         engines=_SQL,
         reads={"input"},
         since=Version(3, 1),
+        needs="file_input",
     ),
     _r(
         "more_partitions",
@@ -166,6 +167,25 @@ CATALOGUE: tuple[Remedy, ...] = (
         "hadoopFile(..., minPartitions={n}))",
         engines=_RDD,
         reads={"input"},
+        needs="file_input",
+    ),
+    _r(
+        "more_partitions",
+        "more partitions of the Kafka topic (a direct stream reads each in one "
+        "task), or repartition({n}) of the stream after the read (a shuffle "
+        "of every batch)",
+        engines=_RDD,
+        reads={"input"},
+        needs="kafka_input",
+    ),
+    _r(
+        "more_partitions",
+        "the Kafka source's minPartitions option ({n}: it splits the topic's "
+        "offset ranges into at least that many tasks)",
+        engines=_SQL,
+        reads={"input"},
+        since=Version(2, 4),
+        needs="kafka_input",
     ),
     _r(
         "more_partitions",
@@ -463,6 +483,8 @@ def _holds(need: str | None, facts: RunFacts, values: dict[str, Any]) -> bool:
             not values.get("call") and bool(values.get("shuffle_below"))
         ),
         "no_explicit_partitions": lambda: not values.get("call"),
+        "kafka_input": lambda: bool(values.get("kafka")),
+        "file_input": lambda: not values.get("kafka"),
         "dynamic_allocation": lambda: da.enabled,
         "static_allocation": lambda: not da.enabled,
         "graphx": lambda: facts.graphx,

@@ -478,3 +478,13 @@ def test_an_rdd_scan_of_large_splits_is_split_by_min_partitions():
     # THEN its own argument, with no claim that the files do not split
     assert "minPartitions" in row["action"]
     assert "store the input splittable" not in row["action"]
+
+
+def test_a_kafka_read_is_split_by_the_topics_partitions():
+    # GIVEN the two-task read by a DStream's direct Kafka stream
+    frame, app = gzip_scan(("KafkaRDD", "createDirectStream", "MapPartitionsRDD"))
+    row, _ = only(hints_of(frame, app, window_ns=S, options=PARALLEL), "parallelism")
+    # THEN the lever is the topic's partitions (or a repartition of the
+    # stream), not a file split argument the read does not have
+    assert "more partitions of the Kafka topic" in row["action"]
+    assert "textFile" not in row["action"] and "splittable" not in row["action"]
