@@ -62,7 +62,7 @@ from .bound import short_tasks
 from .hint import Hint
 from .inputs import Context
 from .parallelism import split_advice
-from .platform import aqe_enabled
+from .platform import aqe_enabled, spark_at_least
 from .tasks import skew_medians, skew_of
 
 __all__ = ["gc_bound", "spill"]
@@ -310,13 +310,45 @@ def _python_memory(ctx: Context) -> str:
     )
 
 
-def _skew_spill(ctx: Context) -> str:
+#: Why a stage that writes a round-robin repartition spills, and the lever.
+SORT_BEFORE_REPARTITION = (
+    "the stage writes a round-robin repartition(n), which Spark sorts each "
+    "task's rows before (spark.sql.execution.sortBeforeRepartition, on by "
+    "default since 2.3, so a retry shuffles them alike): that sort is what "
+    "spills; drop the repartition if nothing needs it, or set the setting to "
+    "false (a retried task may then send rows elsewhere)"
+)
+
+
+def _sorts_before_repartition(ctx: Context, stage_id: int) -> bool:
+    """Whether the stage writes a round-robin exchange that Spark sorts
+    before (SQL, Spark 2.3 on, the setting not off)."""
+    if ctx.facts.engine(stage_id) not in ("sql", "pandas_udf", "python_udf"):
+        return False
+    if not spark_at_least(ctx.app, 2, 3):
+        return False
+    if ctx.app.flag("spark.sql.execution.sortBeforeRepartition") is False:
+        return False
+    labels = ctx.operator.filter(pl.col("stage_id") == stage_id)["operator"]
+    return any("RoundRobinPartitioning" in (label or "") for label in labels)
+
+
+def _skew_spill(ctx: Context, stage_id: int) -> str:
     factor = ctx.options.skew_factor
-    return (
+    head = (
         f"only tasks holding {factor:g}x or more of the stage's median "
-        "records/bytes spilled: the spill is the data skew's, which more "
-        "partitions do not spread (a hot key stays in one partition), so fix "
-        "the skew first (the stage's hotspot or skew_unsplittable hint)"
+        "records/bytes spilled: the spill is the data skew's"
+    )
+    if ctx.facts.reads(stage_id) == "input":
+        # A scan's skew is its input splits', not a key's.
+        return (
+            f"{head}: its largest input splits, which more shuffle partitions do "
+            "not touch, so even out the input first (the stage's hotspot hint)"
+        )
+    return (
+        f"{head}, which more partitions do not spread (a hot key stays in one "
+        "partition), so fix the skew first (the stage's hotspot or "
+        "skew_unsplittable hint)"
     )
 
 
@@ -470,8 +502,14 @@ def spill(ctx: Context) -> list[Hint]:
         # Only skewed tasks spilled: a hot key stays whole in one partition
         # however many there are, so more partitions would not spread it.
         of_skew = s["skewed_spilling_tasks"] == spilling < tasks
-        first = _skew_spill(ctx) if of_skew else _partitions(ctx, s["stage_id"], tasks)
+        first = (
+            _skew_spill(ctx, s["stage_id"])
+            if of_skew
+            else _partitions(ctx, s["stage_id"], tasks)
+        )
         steps = [first, memory.heap_action()]
+        if _sorts_before_repartition(ctx, s["stage_id"]):
+            steps.insert(0, SORT_BEFORE_REPARTITION)
         if ctx.facts.engine(s["stage_id"]) == "pyspark_rdd":
             # PySpark's own aggregation spills in its Python workers.
             steps.insert(0, _python_memory(ctx))

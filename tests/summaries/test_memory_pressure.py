@@ -287,3 +287,38 @@ def test_a_spill_of_the_skewed_task_alone_asks_to_fix_the_skew_not_partitions():
     assert "spark.sql.shuffle.partitions" not in row["action"]
     # AND the memory remedies stay
     assert "spark.executor.memory" in row["action"]
+
+
+@pytest.mark.parametrize(("setting", "named"), [(None, True), ("false", False)])
+def test_a_spill_of_a_round_robin_repartition_names_its_sort(
+    setting: str | None, named: bool
+) -> None:
+    # GIVEN two SQL tasks of a stage that writes repartition(4), both
+    # spilling, on Spark 3.5 (the setting as given)
+    from sparktrail.pag.context import StageInfo
+    from sparktrail.pag.trace import Trace as Valid
+    from sparktrail.pag.trace import load_trace
+
+    t = Trace()
+    label = "FileScan parquet → Exchange RoundRobinPartitioning(4), REPARTITION_BY_NUM"
+    for slot in (0, 1):
+        t.task(f"exec-1/{slot}", 0, [("processing", 100)], stage=0, name=label)
+    trace = with_spills(t.frame(), {0: (8 * MB, 2 * MB), 1: (8 * MB, 2 * MB)})
+    properties = (
+        {}
+        if setting is None
+        else {"spark.sql.execution.sortBeforeRepartition": setting}
+    )
+    context = AppContext(
+        app_id="a",
+        master="yarn",
+        spark_version="3.5.0",
+        properties=properties,
+        stages=(
+            StageInfo(0, rdds=("FileScanRDD", "WholeStageCodegen (1)", "Exchange")),
+        ),
+    )
+    ((row, _),) = of_kind(hints(Valid(load_trace(trace).frame, context)), "spill")
+    # THEN the sort Spark runs before the round-robin exchange is named as
+    # what spills, with its setting, unless it was off
+    assert ("spark.sql.execution.sortBeforeRepartition" in row["action"]) is named
