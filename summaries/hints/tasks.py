@@ -46,7 +46,12 @@ import polars as pl
 from sparktrail.pag.query_engine import collect
 from sparktrail.pag.trace import Trace, slices_query
 from sparktrail.units import count, duration, size
-from sparktrail.whatif.changes import SpeculateTask, SplitPartition, TaskTimes
+from sparktrail.whatif.changes import (
+    SpeculateTask,
+    SplitPartition,
+    StagePartitions,
+    TaskTimes,
+)
 from sparktrail.whatif.contention import split_slowdowns
 
 from ..operator import stage_label, stage_name
@@ -737,6 +742,20 @@ MAX_NAMED = 6
 WAITED_CPU_SHARE = 0.3
 
 
+def _tail_change(
+    ctx: Context, stage_id: int, tasks: list[dict[str, Any]], median: int, cause: str
+) -> Any:
+    """The replay of a shared tail's fix: a tail of more data than the
+    others (``cause`` ``data``) keeps its work, spread evenly over the
+    stage's tasks (its data evened out: the rows do not vanish); any other
+    tail's tasks at the median time (:func:`own_work_change`)."""
+    if cause == "data":
+        info = ctx.facts.stage(stage_id)
+        n = info.partition_count if info is not None else int(tasks[0]["stage_tasks"])
+        return StagePartitions(stage_id, max(1, n))
+    return own_work_change(ctx, stage_id, tasks, median)
+
+
 def own_work_change(
     ctx: Context, stage_id: int, tasks: list[dict[str, Any]], median_ns: int
 ) -> TaskTimes:
@@ -896,7 +915,7 @@ def _shared_tail(
         executors[0] if len(executors) == 1 else None,
         partitions[0] if len(partitions) == 1 else None,
         predicted_saving_ns=min(critical, max(0.0, longest - median)),
-        change=own_work_change(ctx, stage_id, tasks, median),
+        change=_tail_change(ctx, stage_id, tasks, median, cause),
     )
 
 
