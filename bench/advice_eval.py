@@ -72,6 +72,7 @@ CORPORA = {
     "reviewed": EVENTLOGS / "reviewed",
     "gathered": EVENTLOGS / "gathered",
     "fresh": EVENTLOGS / "fresh",
+    "fresh2": EVENTLOGS / "fresh2",
     "planted": LABELS / "planted",
 }
 SPLIT_FILE = LABELS / "split.tsv"
