@@ -520,11 +520,12 @@ def _names_more_partitions(hint: dict[str, Any]) -> bool:
 
 def _names_the_slow_partition(hint: dict[str, Any]) -> bool:
     """The hint sends the reader to the slow partition's own work (on a
-    ``local`` master, where Spark never speculates, instead of speculation)."""
+    ``local`` master, where Spark never speculates, instead of speculation):
+    to look at it, or, where Spark's CPU time says so, to its wait."""
     action = hint["action"]
     return (
         f"partition {SLOW_PARTITION}" in action
-        and "look at what makes" in action
+        and ("look at what makes" in action or "waited, not computed" in action)
         and "spark.speculation=true" not in action
     )
 

@@ -39,6 +39,7 @@ __all__ = [
     "SECTIONS",
     "SUMMARY_FRAMES",
     "TABLES",
+    "notebook_html",
     "window_text",
     "write_report",
 ]
@@ -302,6 +303,28 @@ def _chart_body(
         config={"displaylogo": False},
     )
     return f"{extra}{plot}{_caption(section)}"
+
+
+def notebook_html(profile: Profile) -> str:
+    """``profile`` as a notebook cell shows it: what ran, the verdict and
+    the shown hints (the report's own parts, no charts).
+
+    Examples
+    --------
+    >>> from sparktrail.engines.profiler import profile
+    >>> t = pl.DataFrame({"src_worker": ["a"], "dst_worker": ["a"],
+    ...     "start_ns": [0], "end_ns": [4], "activity": ["processing"]})
+    >>> 'id="verdict"' in notebook_html(profile(t, 4, name="t"))
+    True
+    """
+    summaries = profile.summaries
+    return (
+        '<div class="sparktrail">'
+        + _headline(summaries, profile.name)
+        + f"<h3>{html.escape(SECTIONS['hints'])}</h3>"
+        + _hints_html(shown_hints(summaries.hints))
+        + "</div>"
+    )
 
 
 def write_report(profile: Profile, out_dir: str | os.PathLike[str]) -> Path:

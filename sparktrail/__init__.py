@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sparktrail.dashboard.verdict import verdict
     from sparktrail.engines import Profile, summarize
+    from sparktrail.notebook import watch
     from sparktrail.pag import (
         CycleError,
         SnapshotWarning,
@@ -45,6 +46,7 @@ _OWNERS = {
     "Summaries": "sparktrail.summaries",
     "import_trace": "sparktrail.tracer",
     "verdict": "sparktrail.dashboard.verdict",
+    "watch": "sparktrail.notebook",
     **dict.fromkeys(
         (
             "CycleError",
@@ -79,6 +81,7 @@ __all__ = [
     "summarize",
     "to_networkx",
     "verdict",
+    "watch",
     "write_trace",
 ]
 

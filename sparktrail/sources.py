@@ -229,6 +229,9 @@ def profile(
     >>> profile(t, 10).rows
     2
     """
+    from sparktrail.notebook import register_display
+
+    register_display()  # in a notebook, the profile renders as HTML
     if isinstance(source, str | Path):
         return open_profile(
             source,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -64,3 +65,24 @@ def test_readme_python_api_runs_verbatim(tmp_path: Path):
     assert "of the run" in done.stdout
     assert "cp_sum" in done.stdout
     assert (work / "out" / "summaries").is_dir()
+
+
+@pytest.mark.integration
+def test_readme_notebook_block_runs_verbatim(tmp_path: Path):
+    # GIVEN README's "In a notebook" block (its own local[2] session)
+    pytest.importorskip("pyspark")
+    code = _readme_block("In a notebook")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    # THEN it runs to the end: the block's verdict, then its hints' table
+    assert done.returncode == 0, done.stderr
+    verdict, table = done.stdout.split("shape:", 1)
+    assert "of the run" in verdict and "No Spark job" not in verdict
+    assert "severity" in table

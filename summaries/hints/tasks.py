@@ -801,7 +801,7 @@ def _slow_cause(
         return (
             f"{they} waited, not computed (Spark's CPU time is {cpu:.0%} of "
             f"{their} run time): an external call, I/O, a lock or a sleep in the "
-            "code those partitions run"
+            f"code {'that partition runs' if one else 'those partitions run'}"
         )
     if cpu is not None:
         return (
