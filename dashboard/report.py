@@ -305,6 +305,19 @@ def _chart_body(
     return f"{extra}{plot}{_caption(section)}"
 
 
+#: A notebook's cell has no report page around it: the few rules that
+#: keep what ran, the verdict and the hints apart, scoped to the cell.
+_NOTEBOOK_STYLE = (
+    ".sparktrail h1{font-size:1.25em;margin:0.2em 0}"
+    ".sparktrail .fact{margin-right:1.2em;white-space:nowrap}"
+    ".sparktrail .fact .label{color:#666;font-size:0.85em}"
+    ".sparktrail .verdict{font-weight:600}"
+    ".sparktrail .warning{color:#a94400}"
+    ".sparktrail table.hints td,.sparktrail table.hints th"
+    "{text-align:left;vertical-align:top;padding:2px 8px}"
+)
+
+
 def notebook_html(profile: Profile) -> str:
     """``profile`` as a notebook cell shows it: what ran, the verdict and
     the shown hints (the report's own parts, no charts).
@@ -319,7 +332,7 @@ def notebook_html(profile: Profile) -> str:
     """
     summaries = profile.summaries
     return (
-        '<div class="sparktrail">'
+        f'<div class="sparktrail"><style>{_NOTEBOOK_STYLE}</style>'
         + _headline(summaries, profile.name)
         + f"<h3>{html.escape(SECTIONS['hints'])}</h3>"
         + _hints_html(shown_hints(summaries.hints))
