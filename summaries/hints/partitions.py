@@ -195,6 +195,9 @@ def over_partitioned_stages(ctx: Context) -> list[TinyStage]:
             continue
         fixed_each = floor if floor is not None else median * fixed_share
         predicted = math.ceil(partitions / slots) * (work / partitions + fixed_each)
+        # Merging tasks never shortens the longest one (a hot partition
+        # stays whole): the stage takes at least as long as it.
+        predicted = max(predicted, float(stage["longest_ns"] or 0.0))
         if (
             tiny_time
             and not tiny_data
@@ -317,6 +320,10 @@ def over_partitioned(ctx: Context) -> list[Hint]:
                     stage.partitions,
                     None if stage.floor_ns is None else int(stage.floor_ns),
                 ),
+                # The replay spreads the stage's work evenly; merged tasks
+                # keep a hot partition whole, so no more than the estimate,
+                # which waits for the longest task.
+                max_saving_ns=max(0.0, stage.stage_ns - stage.predicted_stage_ns),
             )
         )
     return hints

@@ -93,6 +93,20 @@ def _failed_midway(failure: Failure) -> bool:
     return failure.kind == "JobFailed" and SHUT_DOWN not in (failure.message or "")
 
 
+#: Over-partitioned stages spanning this share of the jobs' time keep the
+#: slots busy launching tiny tasks: more slots would launch more of them.
+FIXED_COST_SHARE = 0.5
+
+
+def _busy_with_fixed_costs(ctx: Context, busy_time: int) -> bool:
+    """Whether the stages ``over_partitioned`` names span
+    :data:`FIXED_COST_SHARE` of the jobs' time."""
+    from .partitions import over_partitioned_stages
+
+    spans = sum(s.stage_ns for s in over_partitioned_stages(ctx))
+    return spans >= FIXED_COST_SHARE * busy_time
+
+
 def _requested(ctx: Context) -> int | None:
     """The executors a static allocation asked for (``None``: dynamic, or
     not stated)."""
@@ -145,6 +159,8 @@ def capacity_bound(ctx: Context) -> list[Hint]:
     share = busy / (slots * busy_time) if slots and busy_time else 0.0
     if share < BUSY_SHARE or share > MAX_BUSY_SHARE:
         return []  # over 100%: the log does not state every slot it had
+    if _busy_with_fixed_costs(ctx, busy_time):
+        return []  # the slots paid per-task costs: fewer tasks first
     try:
         # Twice the slots: the replay scales slots by count / its executors.
         found = predict(ctx.replay, Executors(SCALE * ctx.replay.executors))

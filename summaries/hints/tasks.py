@@ -421,7 +421,7 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
     excess = max(0.0, task["duration_ns"] - task["median_ns"])
     gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
     evidence |= {"cpu_share": cpu, "gc_ns": gc_ns, "gc_of_excess": gc_share}
-    cause = _slow_cause(ctx, cpu, gc_share, one=True)
+    cause = _slow_cause(ctx, _jvm_cpu(ctx, task["stage_id"], cpu), gc_share, one=True)
     if slow_copy is not None or not can_speculate(ctx.app):
         # A copy cannot help: the partition's other attempt was as slow, or
         # Spark never speculates here (a local master).
@@ -642,8 +642,11 @@ def _cause(
     the tasks beside it)."""
     opts = ctx.options
     # Records before bytes: a partition of as many rows in wider ones is no
-    # hot key.
-    skew = _ratio(task["records"], task["median_records"])
+    # hot key. But a PySpark RDD's shuffle records are pickled batches of
+    # rows, not rows: its bytes tell the skew.
+    skew = None
+    if ctx.facts.engine(task["stage_id"]) != "pyspark_rdd":
+        skew = _ratio(task["records"], task["median_records"])
     if skew is None:
         skew = _ratio(task["bytes"], task["median_bytes"])
     slow = _ratio(task["duration_ns"], task["median_ns"])
@@ -778,6 +781,15 @@ def own_work_change(
 
 #: Spark's task metrics the cause of a slow tail reads, by trace column.
 _TASK_METRICS = ("executor_cpu_ns", "executor_run_ns", "jvm_gc_ns")
+
+
+def _jvm_cpu(ctx: Context, stage_id: int, cpu: float | None) -> float | None:
+    """Spark's CPU share of a stage's tasks, where it measures their work:
+    ``None`` for a stage whose work runs in Python workers, whose CPU time
+    Spark's executor (a JVM thread waiting on the worker) does not count."""
+    from .partitions import PYTHON_ENGINES
+
+    return None if ctx.facts.engine(stage_id) in PYTHON_ENGINES else cpu
 
 
 def _slow_cause(
@@ -987,7 +999,7 @@ def _tail_words(
     head = f"{count} ran {span} the stage's median time on " + (
         "input of the same size" if sized else "input whose size Spark did not report"
     )
-    slowed = _slow_cause(ctx, cpu, gc_share)
+    slowed = _slow_cause(ctx, _jvm_cpu(ctx, stage_id, cpu), gc_share)
     if slowed is not None:
         what = slowed
     elif sized:
