@@ -40,6 +40,7 @@ Assumptions
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -457,7 +458,10 @@ class SparkModel:
         """
         end_ms = self._end_ms()
         rows = TraceRows()
-        ordered = sorted(self.tasks.values(), key=lambda t: (t.launch_ms, t.order))
+        ordered = sorted(
+            (self._ended_with_stage(t) for t in self.tasks.values()),
+            key=lambda t: (t.launch_ms, t.order),
+        )
         self._counted = counted_attempts(self.tasks.values())
         stats = self.stats
         slots, stats.clipped_tasks, stats.clipped_ns = assign_slots(
@@ -490,6 +494,20 @@ class SparkModel:
             frame = frame.drop("settled_ns")
         stats.rows = frame.height
         return frame
+
+    def _ended_with_stage(self, task: TaskRecord) -> TaskRecord:
+        """``task``, or, when the log holds no end of it but its stage
+        completed, a copy killed then: a speculative copy whose ``TaskEnd``
+        a log (or a relay of its events) left out ran no longer than its
+        stage. A ``TaskEnd`` that arrives later still ends the task itself."""
+        if task.finish_ms is not None:
+            return task
+        stage = self.stages.get((task.stage_id, task.stage_attempt))
+        if stage is None or stage.completed_ms is None:
+            return task
+        return dataclasses.replace(
+            task, finish_ms=max(task.launch_ms, stage.completed_ms), status="killed"
+        )
 
     def context(self) -> AppContext:
         """What the application ran with (DESIGN §5), as far as the log says.

@@ -60,3 +60,19 @@ def test_a_late_success_of_a_lost_attempt_is_no_failure_of_its_own() -> None:
     # AND the failures hold the executor's loss only, no unknown failure
     kinds = [f.kind for f in model.failures.failures()]
     assert kinds == ["ExecutorLostFailure"]
+
+
+def test_an_attempt_without_an_end_ends_with_its_stage() -> None:
+    # GIVEN a speculative copy (task 2) whose TaskEnd the log left out, of a
+    # stage that completed at 60 ms, in an application that ran to 200 ms
+    done = task_events(1, 0, 20, 50)
+    copy = task_events(2, 0, 30, 0, spec=True)[0]  # its TaskStart only
+    completed = {
+        "Event": "SparkListenerStageCompleted",
+        "Stage Info": {"Stage ID": 0, "Stage Attempt ID": 0, "Completion Time": 60},
+    }
+    trace, _ = build(app([*done, copy, completed]))
+    # THEN the copy ran no longer than its stage, and was killed then
+    rows = trace.filter(pl.col("task_id") == 2)
+    assert int(rows["end_ns"].max()) == 60 * MS  # type: ignore[arg-type]
+    assert set(rows["status"].drop_nulls()) == {"killed"}
