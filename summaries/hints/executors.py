@@ -73,6 +73,7 @@ from .hint import Hint
 from .inputs import Context
 from .memory_pressure import heap_remedy
 from .platform import cluster_manager, interactive_signs
+from .saturation import ran_to_a_failure
 from .slowdowns import slowdowns
 
 __all__ = ["idle_capacity", "straggler_executor"]
@@ -377,7 +378,8 @@ def idle_capacity(ctx: Context) -> list[Hint]:
 
     Not on a ``local`` or ``local-cluster`` master (one machine, a test
     harness: no executor to give back), nor in an interactive session,
-    whose slots wait while a person thinks (:mod:`.platform`). Fires when
+    whose slots wait while a person thinks (:mod:`.platform`), nor in a
+    run with a failed job (:func:`.saturation.ran_to_a_failure`). Fires when
     the slots (cores, or GPU slots on a GPU executor) waited
     ``idle_min_share`` of their executors' lifetimes and the proposed idle
     timeout, replayed per executor (:func:`.capacity.replay_idle_timeout`),
@@ -391,6 +393,8 @@ def idle_capacity(ctx: Context) -> list[Hint]:
         return []
     if interactive_signs(ctx.app, ctx.stage_labels.values()):
         return []
+    if ran_to_a_failure(ctx.app):
+        return []  # slots idle waiting on a failing job: its failure first
     idle = _idle_slots(ctx)
     if idle is None:
         return []

@@ -40,7 +40,7 @@ from .hint import Hint
 from .inputs import Context
 from .remedies import remedies, remedy_text
 
-__all__ = ["BUSY_SHARE", "capacity_bound"]
+__all__ = ["BUSY_SHARE", "capacity_bound", "failed_midway", "ran_to_a_failure"]
 
 #: Slot time busy over the jobs' time at which the run waited for slots.
 BUSY_SHARE = 0.6
@@ -87,7 +87,7 @@ def _most_alive(app: AppContext, start: int, end: int) -> int:
     return most
 
 
-def _failed_midway(failure: Failure) -> bool:
+def failed_midway(failure: Failure) -> bool:
     """Whether a job failed on its own (not cancelled by the application's
     stop, which leaves the work before it as it ran)."""
     return failure.kind == "JobFailed" and SHUT_DOWN not in (failure.message or "")
@@ -138,6 +138,16 @@ def _not_granted(platform: str | None, ran: int, requested: int) -> str:
     )
 
 
+def ran_to_a_failure(app: AppContext) -> bool:
+    """Whether a job of the run failed on its own: its failure comes first,
+    and the capacity it left idle or busy says little of the work it had.
+
+    >>> ran_to_a_failure(AppContext())
+    False
+    """
+    return any(failed_midway(f) for f in app.failures)
+
+
 def capacity_bound(ctx: Context) -> list[Hint]:
     """More executors would have finished the jobs sooner (module notes)."""
     app = ctx.app
@@ -146,7 +156,7 @@ def capacity_bound(ctx: Context) -> list[Hint]:
         return []  # one machine: its cores are what it has
     if any(s.engine == "gpu" for s in facts.stages.values()):
         return []  # a GPU executor's unit is its GPU, not its cores
-    if any(_failed_midway(f) for f in app.failures):
+    if ran_to_a_failure(app):
         return []  # the run did not finish its work: its failure comes first
     jobs = [j for j in app.jobs if j.start_ns is not None and j.end_ns is not None]
     busy_time = job_time_ns(app)

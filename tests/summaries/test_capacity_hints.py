@@ -83,6 +83,20 @@ def yarn(**properties: str) -> AppContext:
     )
 
 
+def test_a_run_whose_job_failed_gets_its_failure_not_idle_capacity():
+    # GIVEN the same idle executors in a run whose job failed midway
+    from dataclasses import replace
+
+    from sparktrail.pag.context import Failure
+
+    app = replace(
+        yarn(**{"spark.shuffle.service.enabled": "true"}),
+        failures=(Failure("JobFailed", job_id=0, message="Job aborted"),),
+    )
+    # THEN no idle capacity: the slots waited on the failing job
+    assert not of_kind(hints_of(two_executors(), app), "idle_capacity")
+
+
 def test_the_idle_timeout_is_replayed_per_executor():
     # GIVEN the two executors on YARN with the external shuffle service
     app = yarn(**{"spark.shuffle.service.enabled": "true"})
