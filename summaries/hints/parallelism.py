@@ -550,6 +550,8 @@ def parallelism(ctx: Context) -> list[Hint]:
             tail = _tail(s, ctx.facts.reads(op["stage_id"]))
             if not tail or ctx.replay is None:
                 continue
+            if not _ends_in_a_later_wave(ctx, op["stage_id"]):
+                continue  # a first-wave task holds it: no wave to even out
             target_ns = s["useful_ns"] / s["free_slots"]
         # DS2: pi = target rate / true rate per slot = useful time / target.
         pi = math.ceil(s["useful_ns"] / target_ns - 1e-9)
@@ -637,6 +639,19 @@ def _needs_reshuffle(ctx: Context, s: dict[str, Any]) -> bool:
             return False  # textFile(path, minPartitions) splits it
         return bool(s["bytes"] / max(1, s["tasks"]) < 0.5 * cap)
     return stage.reads == "cache"
+
+
+def _ends_in_a_later_wave(ctx: Context, stage_id: int) -> bool:
+    """Whether the task that ends the stage launched after its first task
+    ended (in a later wave): a sparse last wave can hold a stage only then."""
+    tasks = ctx.tasks.filter(pl.col("stage_id") == stage_id).select(
+        "launch_ns", "end_ns"
+    )
+    if tasks.is_empty() or tasks["end_ns"].null_count() == len(tasks):
+        return True
+    first_end = tasks["end_ns"].min()
+    last = tasks.sort("end_ns", descending=True, nulls_last=True).row(0)
+    return bool(last[0] is not None and last[0] >= first_end)
 
 
 def _best_tail(

@@ -502,3 +502,32 @@ def test_a_kafka_read_is_split_by_the_topics_partitions():
     # stream), not a file split argument the read does not have
     assert "more partitions of the Kafka topic" in row["action"]
     assert "textFile" not in row["action"] and "splittable" not in row["action"]
+
+
+def waves(tasks: list[tuple[int, float, float]]) -> pl.DataFrame:
+    """Stage 0 on 4 slots of one executor: ``(slot, start ms, ms)`` each."""
+    t = Trace()
+    for slot, start, ms in tasks:
+        t.task(f"exec-1/{slot}", start, [("processing", ms)], nbytes=None)
+    return t.frame()
+
+
+def test_a_sparse_last_wave_that_holds_the_stage_is_evened_out():
+    # GIVEN waves of 4, 4 and 2 tasks of 100 ms: the stage waits for its
+    # last two tasks
+    layout = [(s, 100 * w, 100) for w in (0, 1) for s in range(4)]
+    frame = waves([*layout, (0, 200, 100), (1, 200, 100)])
+    # THEN a partition count that fills every wave is asked for
+    ((_, ev),) = of_kind(hints_of(frame, window_ns=S, options=PARALLEL), "parallelism")
+    assert ev["case"] == "tail" and ev["last_wave"] == 2
+
+
+def test_a_first_wave_task_that_holds_the_stage_is_no_wave_to_even_out():
+    # GIVEN a first wave of 4 tasks, one of 190 ms, and a second wave of 2
+    # tasks of 80 ms that end before it
+    frame = waves(
+        [(0, 0, 100), (1, 0, 100), (2, 0, 100), (3, 0, 190), (0, 100, 80), (1, 100, 80)]
+    )
+    # THEN no partition count is asked for: the stage waits for the
+    # first-wave task, which evening the waves out would leave as it is
+    assert not of_kind(hints_of(frame, window_ns=S, options=PARALLEL), "parallelism")
