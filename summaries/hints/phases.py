@@ -14,6 +14,11 @@ tables' metadata, building broadcasts, and jobs waiting to launch.
   after its last job did, no task of its running meanwhile: the driver
   finished the query alone (a write's commit: renaming the output files,
   adding partitions to the metastore; or collecting a result).
+* ``driver_phase`` (``before_jobs``): the driver's own code before the
+  first job, from the first executor's registration, at least
+  :data:`BEFORE_JOBS_SHARE` of the run and ``PHASE_NS``, executors held
+  idle meanwhile; not on a local master (no executor waits), nor in an
+  interactive session (a person typing).
 * ``cold_start`` (a job's first task launched long after the job started):
   with no executor alive when it started, it waited for executors to
   register (containers or pods starting, or new ones after dynamic
@@ -37,7 +42,7 @@ from sparktrail.whatif.changes import DropDriverGap, TaskTimes, Together
 
 from .hint import Hint
 from .inputs import Context
-from .platform import cluster_manager
+from .platform import cluster_manager, interactive_signs
 
 __all__ = ["driver_phases"]
 
@@ -64,6 +69,7 @@ def driver_phases(ctx: Context) -> list[Hint]:
         *_metadata(ctx),
         *_broadcasts(ctx),
         *_after_jobs(ctx),
+        *_before_jobs(ctx),
         *_launch_waits(ctx),
     ]
     return [h for h in hints if h is not None]
@@ -251,6 +257,55 @@ def _after_jobs(ctx: Context) -> list[Hint]:
             evidence,
             action,
             predicted_saving_ns=float(tail),
+        )
+    ]
+
+
+#: The driver's own time before the first job, from when executors could
+#: run tasks, that is a finding: this share of the run and :data:`PHASE_NS`.
+BEFORE_JOBS_SHARE = 0.15
+
+
+def _before_jobs(ctx: Context) -> list[Hint]:
+    """The driver's own code before the first job, after the first executor
+    registered, when no task ran meanwhile: executors held idle (never on a
+    local master, where none waits)."""
+    app = ctx.app
+    if app.is_local or app.start_ns is None:
+        return []  # one machine: no executor waited for the driver
+    if interactive_signs(app, ctx.stage_labels.values()):
+        return []  # in a session, a person typing
+    starts = [j.start_ns for j in app.jobs if j.start_ns is not None]
+    added = [
+        e.added_ns
+        for e in app.executors
+        if e.added_ns is not None and (e.executor_id != "driver" or app.is_local)
+    ]
+    if not starts or not added:
+        return []
+    ready = max(app.start_ns, min(added))
+    gap = min(starts) - ready
+    if gap < PHASE_NS or gap < BEFORE_JOBS_SHARE * ctx.judged_ns:
+        return []
+    since = f"its first executor registered ({duration(ready - app.start_ns)} in)"
+    action = (
+        f"the driver ran its own code for {duration(gap)} before the first job, "
+        f"after {since}, with no task running: look at what the program does "
+        "before its first action (reading input or building data in the driver "
+        "to parallelize it, a HiveContext or catalog starting its metastore "
+        "client: a plain SQLContext where no Hive table is read, a call to an "
+        "outside service); read the input with Spark itself (spark.read, "
+        "sc.textFile) so the executors share the work, or do the local work "
+        "before the session starts, so no executor waits for it"
+    )
+    evidence = {"phase": "before_jobs", "before_jobs_ns": gap, "estimated": True}
+    return [
+        Hint(
+            "driver_phase",
+            _serial_share(ctx, gap),
+            evidence,
+            action,
+            predicted_saving_ns=float(gap),
         )
     ]
 

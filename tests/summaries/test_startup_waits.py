@@ -60,3 +60,40 @@ def test_a_wait_after_the_first_executor_registered_is_the_schedulers():
     assert "the first executor registered after 20 s" in action
     assert "the first task started 40 s later, when 2 had" in action
     assert "minRegisteredResourcesRatio" in action
+
+
+def before_first_job(app_name: str) -> list[dict]:
+    """driver_phase hints of a YARN run whose executor registered at 2 s and
+    whose first job started at 20 s (its tasks 20-40 s)."""
+    import polars as pl
+
+    from tests.summaries.test_capacity_hints import hints_of
+
+    t = Trace()
+    for core in (0, 1):
+        t.task(f"exec-1/{core}", 20_000, [("processing", 20_000)], stage=0, job=0)
+    app = AppContext(
+        app_name=app_name,
+        master="yarn",
+        spark_version="3.5.0",
+        start_ns=0,
+        end_ns=40 * S,
+        executors=(ExecutorLife("1", 2, host="h", added_ns=2 * S),),
+        jobs=(JobSpan(0, start_ns=20 * S, end_ns=40 * S),),
+    )
+    found = hints_of(t.frame(), app)
+    return found.filter(pl.col("kind") == "driver_phase").to_dicts()
+
+
+def test_the_drivers_own_code_before_the_first_job_is_named():
+    # GIVEN 18 s from the executor's registration to the first job
+    (row,) = before_first_job("etl")
+    # THEN the driver's code before it is named, with its length
+    assert "the driver ran its own code for 18 s before the first job" in row["action"]
+    assert "first executor registered (2 s in)" in row["action"]
+    assert row["predicted_saving_ns"] == pytest.approx(18 * S)
+
+
+def test_a_shell_waiting_for_its_first_command_is_no_finding():
+    # GIVEN the same run in Spark's shell: a person typing
+    assert before_first_job("Spark shell") == []
