@@ -119,6 +119,8 @@ class StageRecord:
     rdds: tuple[str, ...] = ()
     cached: bool = False
     partitions: int | None = None
+    #: Whether the attempt completed with a ``Failure Reason``.
+    failed: bool = False
 
 
 def task_status(event: dict[str, Any], info: dict[str, Any]) -> str:

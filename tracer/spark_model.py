@@ -356,6 +356,7 @@ class SparkModel:
         found = self._stage(info)
         if found:
             found[1].completed_ms = completed
+            found[1].failed = bool(info.get("Failure Reason"))
             self._seen(found[1].completed_ms)
             self.failures.stage_completed(e)
 
@@ -497,16 +498,19 @@ class SparkModel:
 
     def _ended_with_stage(self, task: TaskRecord) -> TaskRecord:
         """``task``, or, when the log holds no end of it but its stage
-        completed, a copy killed then: a speculative copy whose ``TaskEnd``
-        a log (or a relay of its events) left out ran no longer than its
-        stage. A ``TaskEnd`` that arrives later still ends the task itself."""
+        attempt completed without a failure, a copy that ends then: a
+        speculative copy whose ``TaskEnd`` a log (or a relay of its events)
+        left out ran no longer than its stage. Its status stays what the log
+        says (no end: ``running``); a failed attempt's tasks may run on as
+        zombies, so they keep running. A ``TaskEnd`` that arrives later
+        still ends the task itself."""
         if task.finish_ms is not None:
             return task
         stage = self.stages.get((task.stage_id, task.stage_attempt))
-        if stage is None or stage.completed_ms is None:
+        if stage is None or stage.completed_ms is None or stage.failed:
             return task
         return dataclasses.replace(
-            task, finish_ms=max(task.launch_ms, stage.completed_ms), status="killed"
+            task, finish_ms=max(task.launch_ms, stage.completed_ms)
         )
 
     def context(self) -> AppContext:
