@@ -247,6 +247,12 @@ class RunFacts:
     def stage(self, stage_id: int | None) -> StageFacts | None:
         return None if stage_id is None else self.stages.get(stage_id)
 
+    def partition_count(self, stage_id: int | None) -> int | None:
+        """:attr:`StageFacts.partition_count` of a stage (``None``: the
+        context does not describe it)."""
+        found = self.stage(stage_id)
+        return None if found is None else found.partition_count
+
     def whole_stage(self, stage_id: int | None) -> bool:
         """Whether the log holds every task of stage ``stage_id`` (a stage
         the context does not describe counts as whole)."""

@@ -226,8 +226,8 @@ def _where(ctx: Context, stage_id: int) -> str:
 
 
 def _partitions(ctx: Context, stage_id: int, attempts: int) -> str:
-    info = ctx.facts.stage(stage_id)
-    tasks = info.partition_count if info is not None else attempts
+    declared = ctx.facts.partition_count(stage_id)
+    tasks = attempts if declared is None else declared
     more = tasks * PARTITION_FACTOR
     app = ctx.app
     if (

@@ -274,8 +274,8 @@ def split_advice(ctx: Context, stage_id: int, partitions: int) -> str:
     See ``tests/summaries/test_memory_pressure.py``.
     """
     row = ctx.stage_row(stage_id) or {}
-    info = ctx.facts.stage(stage_id)
-    tasks = info.partition_count if info is not None else int(row.get("tasks") or 0)
+    declared = ctx.facts.partition_count(stage_id)
+    tasks = int(row.get("tasks") or 0) if declared is None else declared
     reads = ctx.facts.reads(stage_id)
     s = {
         "stage_id": stage_id,

@@ -266,6 +266,15 @@ def _after_jobs(ctx: Context) -> list[Hint]:
 BEFORE_JOBS_SHARE = 0.15
 
 
+def _registrations(app: AppContext) -> list[int]:
+    """When the executors (not a cluster's driver) registered, in order."""
+    return sorted(
+        e.added_ns
+        for e in app.executors
+        if e.added_ns is not None and e.executor_id != "driver"
+    )
+
+
 def _before_jobs(ctx: Context) -> list[Hint]:
     """The driver's own code before the first job, after the first executor
     registered, when no task ran meanwhile: executors held idle (never on a
@@ -276,14 +285,10 @@ def _before_jobs(ctx: Context) -> list[Hint]:
     if interactive_signs(app, ctx.stage_labels.values()):
         return []  # in a session, a person typing
     starts = [j.start_ns for j in app.jobs if j.start_ns is not None]
-    added = [
-        e.added_ns
-        for e in app.executors
-        if e.added_ns is not None and (e.executor_id != "driver" or app.is_local)
-    ]
+    added = _registrations(app)
     if not starts or not added:
         return []
-    ready = max(app.start_ns, min(added))
+    ready = max(app.start_ns, added[0])
     gap = min(starts) - ready
     if gap < PHASE_NS or gap < BEFORE_JOBS_SHARE * ctx.judged_ns:
         return []
@@ -364,11 +369,7 @@ def _startup_wait_cause(ctx: Context, wait: dict[str, Any]) -> str:
     app = ctx.app
     job = next((j for j in app.jobs if j.job_id == wait["job_id"]), None)
     start = job.start_ns if job is not None else None
-    added = sorted(
-        e.added_ns
-        for e in app.executors
-        if e.added_ns is not None and e.executor_id != "driver"
-    )
+    added = _registrations(app)
     first_task = (start or 0) + int(wait["wait_ns"])
     came = [a for a in added if start is not None and start <= a <= first_task]
     manager = cluster_manager(app)
@@ -385,7 +386,7 @@ def _startup_wait_cause(ctx: Context, wait: dict[str, Any]) -> str:
     return (
         f"the first executor registered after {duration(registered)}, yet the "
         f"first task started {duration(idle)} later, when "
-        f"{sum(1 for a in came if a <= first_task)} had: the scheduler waited for "
+        f"{len(came)} had: the scheduler waited for "
         "more executors (spark.scheduler.minRegisteredResourcesRatio, "
         "maxRegisteredResourcesWaitingTime) or for its own placement; before "
         f"that, {starts}"

@@ -40,7 +40,7 @@ from .hint import Hint
 from .inputs import Context
 from .remedies import remedies, remedy_text
 
-__all__ = ["BUSY_SHARE", "capacity_bound", "failed_midway", "ran_to_a_failure"]
+__all__ = ["BUSY_SHARE", "capacity_bound", "ran_to_a_failure"]
 
 #: Slot time busy over the jobs' time at which the run waited for slots.
 BUSY_SHARE = 0.6
@@ -87,7 +87,7 @@ def _most_alive(app: AppContext, start: int, end: int) -> int:
     return most
 
 
-def failed_midway(failure: Failure) -> bool:
+def _failed_midway(failure: Failure) -> bool:
     """Whether a job failed on its own (not cancelled by the application's
     stop, which leaves the work before it as it ran)."""
     return failure.kind == "JobFailed" and SHUT_DOWN not in (failure.message or "")
@@ -145,7 +145,7 @@ def ran_to_a_failure(app: AppContext) -> bool:
     >>> ran_to_a_failure(AppContext())
     False
     """
-    return any(failed_midway(f) for f in app.failures)
+    return any(_failed_midway(f) for f in app.failures)
 
 
 def capacity_bound(ctx: Context) -> list[Hint]:
@@ -182,18 +182,19 @@ def capacity_bound(ctx: Context) -> list[Hint]:
     cores = max(1, round(slots / executors))
     wanted = SCALE * executors
     now_max = app.setting("spark.dynamicAllocation.maxExecutors")
-    texts = remedies(
-        "more_slots",
-        facts,
-        executors=wanted,
-        max_now=now_max or "unset",
-        instances=app.setting("spark.executor.instances") or "unset",
-        cores=SCALE * slots,
-    )
     requested = _requested(ctx)
     if requested is not None and executors < requested:
         # The request was not the limit: asking for more adds none.
         texts = [_not_granted(facts.platform, executors, requested)]
+    else:
+        texts = remedies(
+            "more_slots",
+            facts,
+            executors=wanted,
+            max_now=now_max or "unset",
+            instances=app.setting("spark.executor.instances") or "unset",
+            cores=SCALE * slots,
+        )
     evidence = {
         "requested_executors": requested,
         "busy_share": share,

@@ -416,12 +416,9 @@ def _straggler(task: dict[str, Any], ratio: float, ctx: Context) -> Hint:
         )
     where = f"{_where(task)} on {task['worker']}"
     critical_ns = task["running_cp_share"] * task["duration_ns"]
-    metrics = _task_metrics(ctx, [task["task_id"]])
-    gc_ns, cpu = _gc_ns(metrics), _cpu_share(metrics)
-    excess = max(0.0, task["duration_ns"] - task["median_ns"])
-    gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
+    cpu, gc_ns, gc_share = _measured(ctx, [task])
     evidence |= {"cpu_share": cpu, "gc_ns": gc_ns, "gc_of_excess": gc_share}
-    cause = _slow_cause(ctx, _jvm_cpu(ctx, task["stage_id"], cpu), gc_share, one=True)
+    cause = _slow_cause(ctx, task["stage_id"], cpu, gc_share, one=True)
     if slow_copy is not None or not can_speculate(ctx.app):
         # A copy cannot help: the partition's other attempt was as slow, or
         # Spark never speculates here (a local master).
@@ -753,8 +750,8 @@ def _tail_change(
     stage's tasks (its data evened out: the rows do not vanish); any other
     tail's tasks at the median time (:func:`own_work_change`)."""
     if cause == "data":
-        info = ctx.facts.stage(stage_id)
-        n = info.partition_count if info is not None else int(tasks[0]["stage_tasks"])
+        n = ctx.facts.partition_count(stage_id)
+        n = int(tasks[0]["stage_tasks"]) if n is None else n
         return StagePartitions(stage_id, max(1, n))
     return own_work_change(ctx, stage_id, tasks, median)
 
@@ -783,22 +780,23 @@ def own_work_change(
 _TASK_METRICS = ("executor_cpu_ns", "executor_run_ns", "jvm_gc_ns")
 
 
-def _jvm_cpu(ctx: Context, stage_id: int, cpu: float | None) -> float | None:
-    """Spark's CPU share of a stage's tasks, where it measures their work:
-    ``None`` for a stage whose work runs in Python workers, whose CPU time
-    Spark's executor (a JVM thread waiting on the worker) does not count."""
+def _slow_cause(
+    ctx: Context,
+    stage_id: int,
+    cpu: float | None,
+    gc_share: float | None,
+    one: bool = False,
+) -> str | None:
+    """What slowed tasks of stage ``stage_id`` (``one``: a task), as Spark's
+    metrics of them say: the JVM's pauses (GC past :data:`GC_CAUSE_SHARE` of
+    their time past the median), waiting (CPU under :data:`WAITED_CPU_SHARE`
+    of their run time) or computing; ``None`` when the log states neither
+    GC nor CPU time. A Python stage's CPU time tells neither: Spark counts
+    the JVM thread that waits on the Python worker, not the worker."""
     from .partitions import PYTHON_ENGINES
 
-    return None if ctx.facts.engine(stage_id) in PYTHON_ENGINES else cpu
-
-
-def _slow_cause(
-    ctx: Context, cpu: float | None, gc_share: float | None, one: bool = False
-) -> str | None:
-    """What slowed tasks (``one``: a task), as Spark's metrics of them say:
-    the JVM's pauses (GC past :data:`GC_CAUSE_SHARE` of their time past the
-    median), waiting (CPU under :data:`WAITED_CPU_SHARE` of their run time)
-    or computing; ``None`` when the log states neither GC nor CPU time."""
+    if ctx.facts.engine(stage_id) in PYTHON_ENGINES:
+        cpu = None
     they, their, them = ("it", "its", "it") if one else ("they", "their", "them")
     if gc_share is not None and gc_share >= GC_CAUSE_SHARE:
         # memory_pressure reads the skew test here: imported when used
@@ -835,6 +833,19 @@ def _task_metrics(ctx: Context, task_ids: list[int]) -> pl.DataFrame:
         .agg(*[pl.col(c).max() for c in stated])
         .collect()
     )
+
+
+def _measured(
+    ctx: Context, tasks: list[dict[str, Any]]
+) -> tuple[float | None, float | None, float | None]:
+    """Spark's CPU share of ``tasks``, their GC time, and that GC time's
+    share of their time past their stage's median (each ``None`` where the
+    trace does not state it)."""
+    metrics = _task_metrics(ctx, [t["task_id"] for t in tasks])
+    gc_ns = _gc_ns(metrics)
+    excess = sum(max(0, t["duration_ns"] - t["median_ns"]) for t in tasks)
+    gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
+    return _cpu_share(metrics), gc_ns, gc_share
 
 
 def _cpu_share(metrics: pl.DataFrame) -> float | None:
@@ -883,11 +894,7 @@ def _shared_tail(
     ratios = [t["ratio"] for t in tasks]
     longest = int(first["duration_ns"])
     critical = max(t["running_cp_share"] * t["duration_ns"] for t in tasks)
-    metrics = _task_metrics(ctx, [t["task_id"] for t in tasks])
-    cpu = _cpu_share(metrics)
-    gc_ns = _gc_ns(metrics)
-    excess = sum(max(0, t["duration_ns"] - t["median_ns"]) for t in tasks)
-    gc_share = gc_ns / excess if gc_ns is not None and excess > 0 else None
+    cpu, gc_ns, gc_share = _measured(ctx, tasks)
     evidence = {
         "cause": cause,
         "slow_tasks": len(tasks),
@@ -999,7 +1006,7 @@ def _tail_words(
     head = f"{count} ran {span} the stage's median time on " + (
         "input of the same size" if sized else "input whose size Spark did not report"
     )
-    slowed = _slow_cause(ctx, _jvm_cpu(ctx, stage_id, cpu), gc_share)
+    slowed = _slow_cause(ctx, stage_id, cpu, gc_share)
     if slowed is not None:
         what = slowed
     elif sized:
