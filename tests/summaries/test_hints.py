@@ -504,9 +504,9 @@ def test_tiny_partitions_by_bytes_are_over_partitioned():
     assert row["predicted_saving_ns"] > 0
 
 
-def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
-    # GIVEN two one-core executors running the same 2 stages; executor 2's
-    # tasks take 2.5x as long
+def slower_executor_2() -> Trace:
+    """Two one-core executors running the same stages 0 and 1 (at 0 and
+    1,000 ms): executor 1 four tasks of 100 ms each, executor 2 two of 250."""
     t = Trace()
     for stage in (0, 1):
         start = 1000 * stage
@@ -514,6 +514,13 @@ def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
             t.task("exec-1/0", start + 100 * i, [("processing", 100)], stage=stage)
         for i in range(2):
             t.task("exec-2/0", start + 250 * i, [("processing", 250)], stage=stage)
+    return t
+
+
+def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
+    # GIVEN two one-core executors running the same 2 stages; executor 2's
+    # tasks take 2.5x as long
+    t = slower_executor_2()
     frame = hints(t.frame(), 2000, MET)
     # THEN executor 2 is named, with its slowdown
     row, ev = only(frame, "straggler_executor")
@@ -524,13 +531,7 @@ def test_an_executor_slow_at_the_same_work_is_a_straggler_executor():
 def test_an_executor_at_peer_speed_is_replayed_only_where_it_was_slow():
     # GIVEN executor 2 2.5x slower in stages 0 and 1, and as fast as
     # executor 1 in stage 2, where it runs three of four tasks and so ends last
-    t = Trace()
-    for stage in (0, 1):
-        start = 1000 * stage
-        for i in range(4):
-            t.task("exec-1/0", start + 100 * i, [("processing", 100)], stage=stage)
-        for i in range(2):
-            t.task("exec-2/0", start + 250 * i, [("processing", 250)], stage=stage)
+    t = slower_executor_2()
     t.task("exec-1/0", 2000, [("processing", 500)], stage=2)
     for i in range(3):
         t.task("exec-2/0", 2000 + 500 * i, [("processing", 500)], stage=2)

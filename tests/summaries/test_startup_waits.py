@@ -8,6 +8,7 @@ run ends at 81 s.
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from sparktrail.pag.context import AppContext, ExecutorLife, JobSpan
@@ -15,23 +16,39 @@ from tests.summaries.builders import Trace
 from tests.summaries.test_capacity_hints import S, hints_of, only
 
 
-def waited(master: str, added_s: tuple[float, ...]) -> tuple[dict, dict]:
-    """The cold_start hint of a run whose executors registered at ``added_s``."""
+def one_job_run(
+    added_s: tuple[float, ...],
+    job_s: float,
+    tasks_s: float,
+    master: str = "yarn",
+    app_name: str | None = None,
+) -> pl.DataFrame:
+    """The hints of a run of one job, started at ``job_s``, whose two tasks
+    run 20 s from ``tasks_s``; its executors registered at ``added_s``."""
     t = Trace()
     for core in (0, 1):
-        t.task(f"exec-1/{core}", 61_000, [("processing", 20_000)], stage=0, job=0)
+        t.task(
+            f"exec-1/{core}", tasks_s * 1000, [("processing", 20_000)], stage=0, job=0
+        )
+    end = int((tasks_s + 20) * S)
     app = AppContext(
+        app_name=app_name,
         master=master,
         spark_version="3.5.0",
         start_ns=0,
-        end_ns=81 * S,
+        end_ns=end,
         executors=tuple(
             ExecutorLife(str(i + 1), 2, host=f"h{i}", added_ns=int(a * S))
             for i, a in enumerate(added_s)
         ),
-        jobs=(JobSpan(0, start_ns=1 * S, end_ns=81 * S),),
+        jobs=(JobSpan(0, start_ns=int(job_s * S), end_ns=end),),
     )
-    return only(hints_of(t.frame(), app), "cold_start")
+    return hints_of(t.frame(), app)
+
+
+def waited(master: str, added_s: tuple[float, ...]) -> tuple[dict, dict]:
+    """The cold_start hint of a run whose executors registered at ``added_s``."""
+    return only(one_job_run(added_s, 1, 61, master), "cold_start")
 
 
 @pytest.mark.parametrize(
@@ -65,23 +82,7 @@ def test_a_wait_after_the_first_executor_registered_is_the_schedulers():
 def before_first_job(app_name: str) -> list[dict]:
     """driver_phase hints of a YARN run whose executor registered at 2 s and
     whose first job started at 20 s (its tasks 20-40 s)."""
-    import polars as pl
-
-    from tests.summaries.test_capacity_hints import hints_of
-
-    t = Trace()
-    for core in (0, 1):
-        t.task(f"exec-1/{core}", 20_000, [("processing", 20_000)], stage=0, job=0)
-    app = AppContext(
-        app_name=app_name,
-        master="yarn",
-        spark_version="3.5.0",
-        start_ns=0,
-        end_ns=40 * S,
-        executors=(ExecutorLife("1", 2, host="h", added_ns=2 * S),),
-        jobs=(JobSpan(0, start_ns=20 * S, end_ns=40 * S),),
-    )
-    found = hints_of(t.frame(), app)
+    found = one_job_run((2,), 20, 20, app_name=app_name)
     return found.filter(pl.col("kind") == "driver_phase").to_dicts()
 
 
